@@ -1,0 +1,114 @@
+"""Entry point: load the model, then serve Wyoming (and announce it over zeroconf)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import platform
+import sys
+from functools import partial
+
+from wyoming.server import AsyncServer, AsyncTcpServer
+
+from .backend import Backend
+from .cli import parse_args
+from .discovery import ServiceAnnouncement, routable_address
+from .handler import HandlerConfig, Qwen3EventHandler
+from .info import build_info
+from .languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
+from .models import ModelNotFoundError, ResolvedModel, resolve_model
+
+_LOGGER = logging.getLogger("wyoming_qwen3")
+
+
+class StartupError(Exception):
+    """A problem with the configuration, reported without a traceback."""
+
+
+def create_backend(kind: str, model: ResolvedModel, device: str) -> Backend:
+    """Load the model behind the chosen backend."""
+    is_apple_silicon = sys.platform == "darwin" and platform.machine() == "arm64"
+    if kind == "mlx" or (kind == "auto" and is_apple_silicon and _mlx_available()):
+        raise StartupError(
+            "the mlx backend is not available in this version; use --backend simulkv"
+        )
+    from .qwen import QwenAsrModel
+    from .simulkv import SimulKvBackend
+
+    return SimulKvBackend(QwenAsrModel.load(model.path, device))
+
+
+def _mlx_available() -> bool:
+    try:
+        import mlx_qwen3_asr  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Load, announce, and serve until stopped."""
+    try:
+        # Checked before the (slow) model load so a typo fails at once.
+        resolve_language(args.language, LANGUAGE_NAMES.values())
+        model = resolve_model(args.model, args.data_dir, args.download_dir)
+    except (UnknownLanguageError, ModelNotFoundError) as err:
+        raise StartupError(str(err)) from err
+
+    backend = create_backend(args.backend, model, args.device)
+    try:
+        language = resolve_language(args.language, backend.supported_languages)
+    except UnknownLanguageError as err:
+        raise StartupError(str(err)) from err
+    info = build_info(model, backend.name, backend.supported_languages)
+    config = HandlerConfig(
+        default_language=language,
+        context=args.context,
+        max_audio_seconds=args.max_audio_seconds,
+        audio_timeout_seconds=args.audio_timeout,
+    )
+
+    try:
+        server = AsyncServer.from_uri(args.uri)
+    except ValueError as err:
+        raise StartupError(f"bad --uri '{args.uri}': {err}") from err
+
+    announcement: ServiceAnnouncement | None = None
+    if args.zeroconf:
+        if not isinstance(server, AsyncTcpServer):
+            raise StartupError("--zeroconf needs a tcp:// --uri")
+        try:
+            host = routable_address(server.host)
+        except OSError as err:
+            raise StartupError(f"cannot announce over zeroconf: {err}") from err
+        announcement = ServiceAnnouncement(args.zeroconf, host, server.port)
+
+    handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config)
+    _LOGGER.info("Ready: %s (%s backend) on %s", model.name, backend.name, args.uri)
+    try:
+        if announcement is not None:
+            await announcement.register()
+        await server.run(handler_factory)
+    finally:
+        if announcement is not None:
+            await announcement.unregister()
+        backend.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def run() -> None:
+    """Console entry point (``wyoming-qwen3``)."""
+    args = parse_args()
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, format=args.log_format)
+    _LOGGER.debug(args)
+    try:
+        asyncio.run(serve(args))
+    except StartupError as err:
+        print(f"wyoming-qwen3: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,90 @@
+"""Command-line options; every option can also come from the environment.
+
+``--some-option`` reads ``WYOMING_QWEN3_SOME_OPTION`` when it is not given on
+the command line, which is how containers and add-ons configure the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .languages import AUTO_LANGUAGE
+from .models import DEFAULT_MODEL
+
+ENV_PREFIX = "WYOMING_QWEN3_"
+_TRUE = {"1", "true", "yes", "on"}
+BACKENDS = ("auto", "simulkv", "mlx")
+
+
+def env_name(flag: str) -> str:
+    """``--data-dir`` -> ``WYOMING_QWEN3_DATA_DIR``."""
+    return ENV_PREFIX + flag.lstrip("-").replace("-", "_").upper()
+
+
+def _add(parser: argparse.ArgumentParser, environ: Mapping[str, str], flag: str, **kwargs: Any) -> None:
+    """Add an option whose default comes from its environment variable, if set."""
+    name = env_name(flag)
+    kwargs["help"] = f"{kwargs.get('help', '')} [env: {name}]".strip()
+    value = environ.get(name)
+    if value is not None:
+        action = kwargs.get("action")
+        if action == "store_true":
+            kwargs["default"] = value.strip().lower() in _TRUE
+        elif action == "append":
+            kwargs["default"] = [part for part in value.split(os.pathsep) if part]
+        elif kwargs.get("nargs") == "?" and value.strip().lower() in _TRUE:
+            kwargs["default"] = kwargs["const"]
+        else:
+            kwargs["default"] = value
+    parser.add_argument(flag, **kwargs)
+
+
+def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with defaults taken from ``environ`` (os.environ by default)."""
+    env = os.environ if environ is None else environ
+    parser = argparse.ArgumentParser(
+        prog="wyoming-qwen3",
+        description="Wyoming speech-to-text server for Qwen3-ASR, streaming partial transcripts.",
+        epilog=f"Every option can also be set from the environment as {ENV_PREFIX}<OPTION>.",
+    )
+    _add(parser, env, "--uri", default="tcp://0.0.0.0:10300", help="tcp://HOST:PORT, unix://PATH or stdio://")
+    _add(parser, env, "--model", default=DEFAULT_MODEL, help=f"catalogue name or local folder (default: {DEFAULT_MODEL})")
+    _add(parser, env, "--backend", default="auto", choices=BACKENDS, help="speech backend (default: auto)")
+    _add(parser, env, "--device", default="auto", help="torch device: auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add(parser, env, "--language", default=AUTO_LANGUAGE, help="default language code, or auto to detect (default: auto)")
+    _add(parser, env, "--context", default="", help="names and terms to bias every transcript toward")
+    _add(
+        parser, env, "--zeroconf", nargs="?", const="qwen3-asr", default=None, metavar="NAME",
+        help="announce over zeroconf, with an optional service name (default name: qwen3-asr)",
+    )
+    _add(parser, env, "--data-dir", action="append", type=Path, help="folder to look for downloaded models in (repeatable)")
+    _add(parser, env, "--download-dir", type=Path, help="folder to download models into (default: first data dir)")
+    _add(parser, env, "--max-audio-seconds", type=float, default=30.0, help="longest utterance transcribed (default: 30)")
+    _add(
+        parser, env, "--audio-timeout", type=float, default=10.0,
+        help="seconds without audio after which a stream is finished (default: 10)",
+    )
+    _add(parser, env, "--debug", action="store_true", help="log DEBUG messages")
+    _add(parser, env, "--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
+    parser.add_argument("--version", action="version", version=__version__)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """Parse and fill in derived defaults (data and download folders)."""
+    parser = build_parser(environ)
+    args = parser.parse_args(argv)
+    if not args.data_dir:
+        args.data_dir = [Path.home() / ".cache" / "wyoming-qwen3"]
+    if args.download_dir is None:
+        args.download_dir = args.data_dir[0]
+    for value, flag in ((args.max_audio_seconds, "--max-audio-seconds"), (args.audio_timeout, "--audio-timeout")):
+        if value <= 0:
+            parser.error(f"{flag} must be greater than zero")
+    return args

@@ -1,0 +1,73 @@
+"""Announcing the server on the LAN over zeroconf (``_wyoming._tcp.local.``).
+
+``wyoming.zeroconf.HomeAssistantZeroconf`` announces whatever host it is given
+(so ``0.0.0.0`` for a server bound to all interfaces, which Home Assistant
+cannot connect to) and has no way to unregister; this class announces a
+routable address and withdraws it on shutdown.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import uuid
+
+from zeroconf import IPVersion
+from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
+
+_LOGGER = logging.getLogger(__name__)
+
+SERVICE_TYPE = "_wyoming._tcp.local."
+#: mDNS multicast group: "connecting" a UDP socket to it picks the interface
+#: (and so the address) that LAN traffic leaves from, without sending anything.
+_MDNS_GROUP = "224.0.0.251"
+
+
+def routable_address(bind_host: str) -> str:
+    """The address to announce for a server bound to ``bind_host``."""
+    address = ipaddress.ip_address(socket.gethostbyname(bind_host)) if bind_host else None
+    if address is not None and not address.is_unspecified:
+        return str(address)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect((_MDNS_GROUP, 5353))
+            detected = probe.getsockname()[0]
+        except OSError as err:
+            raise OSError(f"no network interface to announce on: {err}") from err
+    if ipaddress.ip_address(detected).is_unspecified:
+        raise OSError("no routable address found to announce; bind --uri to a specific address")
+    return detected
+
+
+def default_service_name() -> str:
+    """A name unique on the LAN: the machine's MAC address, as wyoming does."""
+    return f"{uuid.getnode():012x}"
+
+
+class ServiceAnnouncement:
+    """One registered ``_wyoming._tcp`` service."""
+
+    def __init__(self, name: str, host: str, port: int) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        interfaces = [host] if ipaddress.ip_address(host).is_loopback else None
+        # A loopback server is announced on loopback only (tests, one-machine set-ups).
+        self._zeroconf = AsyncZeroconf(interfaces=interfaces or "all", ip_version=IPVersion.V4Only)
+        self._info = AsyncServiceInfo(
+            SERVICE_TYPE,
+            f"{name}.{SERVICE_TYPE}",
+            addresses=[socket.inet_aton(host)],
+            port=port,
+            server=f"{name}.local.",
+        )
+
+    async def register(self) -> None:
+        await self._zeroconf.async_register_service(self._info)
+        _LOGGER.info("Announced %s on %s:%s over zeroconf", self._info.name, self.host, self.port)
+
+    async def unregister(self) -> None:
+        await self._zeroconf.async_unregister_service(self._info)
+        await self._zeroconf.async_close()
+        _LOGGER.debug("Withdrew zeroconf announcement %s", self._info.name)

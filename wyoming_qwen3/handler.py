@@ -1,0 +1,356 @@
+"""One Wyoming connection: describe, transcribe, and streamed transcripts.
+
+Event order for one utterance (Wyoming 1.10 streaming):
+
+    client: transcribe -> audio-start -> audio-chunk ... -> audio-stop
+    server: transcript-start -> transcript-chunk ... -> transcript -> transcript-stop
+
+Chunks are append-only deltas whose words each carry their own leading space,
+so the chunks concatenate to the final transcript (with one leading space).
+Inference runs on the backend's thread; while it runs this handler keeps
+reading events, so ``describe`` is answered and audio is buffered meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import Describe, Info
+from wyoming.ping import Ping, Pong
+from wyoming.server import AsyncEventHandler
+
+from .audio import AudioFormatError, AudioNormalizer
+from .backend import Backend, FinalWords, SessionOptions, StreamingSession
+from .languages import UnknownLanguageError, language_code, resolve_language
+from .protocol import MalformedEventError, read_event
+from .qwen import SAMPLE_RATE
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HandlerConfig:
+    """Server-wide settings every connection shares."""
+
+    #: Qwen3-ASR name used when ``transcribe`` names none; None detects it.
+    default_language: str | None = None
+    #: Context for every utterance, before the client's names and terms.
+    context: str = ""
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
+    max_audio_seconds: float = 30.0
+    #: A stream with no audio for this long is finished as if audio-stop came.
+    audio_timeout_seconds: float = 10.0
+
+
+@dataclass
+class AudioStream:
+    """One utterance in flight on this connection."""
+
+    session: StreamingSession
+    normalizer: AudioNormalizer
+    options: SessionOptions
+    received_samples: int = 0
+    pending: list[np.ndarray] = field(default_factory=list)
+    committed: list[str] = field(default_factory=list)
+    started: bool = False
+    finishing: bool = False
+    last_audio_time: float = 0.0
+    step_task: asyncio.Task | None = None
+    watchdog: asyncio.Task | None = None
+
+
+def build_context(base: str, names: list[str] | None, terms: list[str] | None) -> str:
+    """System-prompt context: server context, then the client's names, then its terms."""
+    return ", ".join(part.strip() for part in [base, *(names or []), *(terms or [])] if part and part.strip())
+
+
+class Qwen3EventHandler(AsyncEventHandler):
+    """Serves one client connection."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        info: Info,
+        backend: Backend,
+        config: HandlerConfig,
+    ) -> None:
+        super().__init__(reader, writer)
+        self._info_event = info.event()
+        self._backend = backend
+        self._config = config
+        self._options = self._default_options()
+        self._stream: AudioStream | None = None
+        # After an error or the cap, audio is dropped quietly until the next
+        # audio-start: one error per stream, not one per 10 ms chunk.
+        self._dropping_audio = False
+        # Set by a transcribe that was refused (unknown language): the audio
+        # that follows it is not transcribed with some other language instead.
+        self._refused = False
+        self._connected = True
+        peer = writer.get_extra_info("peername")
+        self._client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "client"
+
+    def _default_options(self) -> SessionOptions:
+        return SessionOptions(language=self._config.default_language, context=self._config.context)
+
+    # -- reading --------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Like AsyncEventHandler.run, but malformed input gets an error event."""
+        self._is_running = True
+        try:
+            while self._is_running:
+                try:
+                    event = await read_event(self.reader)
+                except MalformedEventError as err:
+                    _LOGGER.warning("%s: malformed event: %s", self._client, err)
+                    await self._send_error(f"Malformed event: {err}", "malformed-event")
+                    if err.fatal:
+                        break
+                    continue
+                if event is None or not await self.handle_event(event):
+                    break
+        finally:
+            await self.disconnect()
+            self.writer.close()
+
+    async def handle_event(self, event: Event) -> bool:
+        try:
+            if Describe.is_type(event.type):
+                await self.write_event(self._info_event)
+            elif Ping.is_type(event.type):
+                await self.write_event(Pong(text=Ping.from_event(event).text).event())
+            elif Transcribe.is_type(event.type):
+                await self._on_transcribe(Transcribe.from_event(event))
+            elif AudioStart.is_type(event.type):
+                await self._on_audio_start(AudioStart.from_event(event))
+            elif AudioChunk.is_type(event.type):
+                await self._on_audio_chunk(AudioChunk.from_event(event))
+            elif AudioStop.is_type(event.type):
+                await self._on_audio_stop()
+            else:
+                _LOGGER.warning("%s: ignoring unknown event type '%s'", self._client, event.type)
+        except (KeyError, TypeError, AttributeError) as err:
+            _LOGGER.warning("%s: malformed %s event: %r", self._client, event.type, err)
+            await self._send_error(f"Malformed {event.type} event: {err!r}", "malformed-event")
+        except ConnectionError:
+            return False
+        return True
+
+    async def disconnect(self) -> None:
+        self._connected = False
+        stream, self._stream = self._stream, None
+        if stream is not None and not stream.finishing:
+            _LOGGER.info("%s: disconnected mid-stream; session freed", self._client)
+        if stream is not None:
+            for task in (stream.step_task, stream.watchdog):
+                if task is not None and task is not asyncio.current_task():
+                    task.cancel()
+
+    # -- events ---------------------------------------------------------------
+
+    async def _on_transcribe(self, request: Transcribe) -> None:
+        if self._stream is not None:
+            _LOGGER.warning("%s: transcribe during a stream; the stream is dropped", self._client)
+            await self._drop_stream()
+        for value, what in ((request.transcript_names, "names"), (request.transcript_terms, "terms")):
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise TypeError(f"transcript_{what} must be a list of strings")
+        try:
+            language = (
+                resolve_language(request.language, self._backend.supported_languages)
+                if request.language
+                else self._config.default_language
+            )
+        except UnknownLanguageError as err:
+            _LOGGER.warning("%s: %s", self._client, err)
+            await self._send_error(str(err), "unknown-language")
+            self._options = self._default_options()
+            self._refused = True
+            return
+        self._refused = False
+        self._options = SessionOptions(
+            language=language,
+            context=build_context(self._config.context, request.transcript_names, request.transcript_terms),
+        )
+        _LOGGER.debug("%s: transcribe %s", self._client, self._options)
+
+    async def _on_audio_start(self, start: AudioStart) -> None:
+        if self._stream is not None:
+            _LOGGER.warning("%s: audio-start during a stream; the old stream is dropped", self._client)
+            await self._drop_stream()
+        if self._refused:
+            self._dropping_audio = True
+            return
+        try:
+            normalizer = AudioNormalizer(start)
+        except AudioFormatError as err:
+            _LOGGER.warning("%s: %s", self._client, err)
+            await self._send_error(str(err), "bad-audio-format")
+            self._dropping_audio = True
+            return
+        options, self._options = self._options, self._default_options()
+        loop = asyncio.get_running_loop()
+        session = await loop.run_in_executor(self._backend.executor, self._backend.create_session, options)
+        stream = AudioStream(session=session, normalizer=normalizer, options=options)
+        stream.last_audio_time = loop.time()
+        stream.watchdog = asyncio.create_task(self._watch_for_silence(stream))
+        self._stream = stream
+        self._dropping_audio = False
+        _LOGGER.debug("%s: audio-start %s Hz, %s bytes, %s channels", self._client, start.rate, start.width, start.channels)
+
+    async def _on_audio_chunk(self, chunk: AudioChunk) -> None:
+        stream = self._stream
+        if stream is None or stream.finishing:
+            if stream is None and not self._dropping_audio:
+                _LOGGER.warning("%s: audio-chunk before audio-start", self._client)
+                await self._send_error("audio-chunk before audio-start", "no-audio-start")
+                self._dropping_audio = True
+            return
+        try:
+            samples = stream.normalizer.convert(chunk)
+        except Exception as err:  # AudioFormatError, or audioop's own error type
+            _LOGGER.warning("%s: %s; the stream is dropped", self._client, err)
+            await self._send_error(str(err), "bad-audio")
+            await self._drop_stream()
+            self._dropping_audio = True
+            return
+
+        stream.last_audio_time = asyncio.get_running_loop().time()
+        cap = int(self._config.max_audio_seconds * SAMPLE_RATE)
+        room = cap - stream.received_samples
+        if samples.shape[0] > room:
+            samples = samples[: max(room, 0)]
+        stream.received_samples += samples.shape[0]
+        if samples.shape[0]:
+            stream.pending.append(samples)
+        if stream.received_samples >= cap:
+            _LOGGER.warning(
+                "%s: stream passed the %.0f s cap; sending the transcript of the first %.0f s",
+                self._client, self._config.max_audio_seconds, self._config.max_audio_seconds,
+            )
+            self._dropping_audio = True
+            await self._finish_stream(stream)
+            return
+        if stream.step_task is None or stream.step_task.done():
+            stream.step_task = asyncio.create_task(self._run_steps(stream))
+
+    async def _on_audio_stop(self) -> None:
+        stream = self._stream
+        if stream is None:
+            if not self._dropping_audio:
+                _LOGGER.warning("%s: audio-stop without audio-start", self._client)
+                await self._send_error("audio-stop without audio-start", "no-audio-start")
+            self._dropping_audio = False
+            self._refused = False
+            return
+        await self._finish_stream(stream)
+
+    # -- transcription ----------------------------------------------------------
+
+    async def _run_steps(self, stream: AudioStream) -> None:
+        """Feed buffered audio to the session until none is left, sending committed words."""
+        loop = asyncio.get_running_loop()
+        while stream.pending and self._stream is stream:
+            audio = np.concatenate(stream.pending)
+            stream.pending.clear()
+            try:
+                words = await loop.run_in_executor(self._backend.executor, stream.session.feed, audio)
+            except Exception:
+                _LOGGER.exception("%s: transcription failed", self._client)
+                await self._send_error("Transcription failed; see the server log", "transcription-failed")
+                await self._drop_stream()
+                return
+            await self._send_words(stream, words)
+
+    def _finish_session(self, stream: AudioStream, audio: np.ndarray | None) -> tuple[list[str], FinalWords]:
+        words = stream.session.feed(audio) if audio is not None else []
+        return words, stream.session.finish()
+
+    async def _finish_stream(self, stream: AudioStream) -> None:
+        """Flush the session and send the final transcript; runs once per stream."""
+        if stream.finishing:
+            return
+        stream.finishing = True
+        if stream.watchdog is not None and stream.watchdog is not asyncio.current_task():
+            stream.watchdog.cancel()
+        if stream.step_task is not None:
+            await asyncio.wait([stream.step_task])
+        if self._stream is not stream:
+            return  # dropped or disconnected meanwhile
+        if stream.received_samples == 0:
+            _LOGGER.warning("%s: empty audio stream; sending an empty transcript", self._client)
+        pending = np.concatenate(stream.pending) if stream.pending else None
+        stream.pending.clear()
+        loop = asyncio.get_running_loop()
+        try:
+            words, final = await loop.run_in_executor(
+                self._backend.executor, self._finish_session, stream, pending
+            )
+        except Exception:
+            _LOGGER.exception("%s: transcription failed", self._client)
+            await self._send_error("Transcription failed; see the server log", "transcription-failed")
+            await self._drop_stream()
+            return
+        if self._stream is not stream:
+            return
+        self._stream = None
+        language = language_code(final.language) if final.language else None
+        await self._send_words(stream, words + final.words, language)
+        text = " ".join(stream.committed)
+        _LOGGER.info("%s: transcript (%s, %.2f s): %s", self._client, final.language or "?", stream.received_samples / SAMPLE_RATE, text)
+        await self.write_event(Transcript(text=text, language=language).event())
+        await self.write_event(TranscriptStop().event())
+
+    async def _send_words(self, stream: AudioStream, words: list[str], language: str | None = None) -> None:
+        if not stream.started:
+            stream.started = True
+            forced = language or (language_code(stream.options.language) if stream.options.language else None)
+            await self.write_event(TranscriptStart(language=forced).event())
+        if words:
+            stream.committed.extend(words)
+            await self.write_event(TranscriptChunk(text="".join(f" {w}" for w in words)).event())
+
+    async def _watch_for_silence(self, stream: AudioStream) -> None:
+        """Finish a stream whose client stopped sending audio without audio-stop."""
+        loop = asyncio.get_running_loop()
+        timeout = self._config.audio_timeout_seconds
+        while True:
+            remaining = stream.last_audio_time + timeout - loop.time()
+            if remaining <= 0:
+                break
+            await asyncio.sleep(remaining)
+        if self._stream is stream and not stream.finishing:
+            _LOGGER.warning(
+                "%s: no audio for %.1f s and no audio-stop; sending the transcript so far", self._client, timeout
+            )
+            self._dropping_audio = True
+            try:
+                await self._finish_stream(stream)
+            except ConnectionError:
+                pass
+
+    async def _drop_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        stream.finishing = True
+        for task in (stream.step_task, stream.watchdog):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+
+    async def _send_error(self, text: str, code: str) -> None:
+        if self._connected:
+            try:
+                await self.write_event(Error(text=text, code=code).event())
+            except ConnectionError:
+                self._connected = False

@@ -1,0 +1,112 @@
+"""The model catalogue, and finding or downloading a model folder.
+
+A ``--model`` is either a catalogue name (downloaded once from the Hugging Face
+hub into the download directory) or a local folder holding a Qwen3-ASR
+checkpoint (``config.json`` with ``model_type: qwen3_asr``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "Qwen/Qwen3-ASR-0.6B"
+
+
+@dataclass(frozen=True)
+class CatalogueModel:
+    """A model this server knows by name."""
+
+    name: str
+    description: str
+    url: str
+
+
+CATALOGUE: dict[str, CatalogueModel] = {
+    model.name: model
+    for model in (
+        CatalogueModel(
+            name="Qwen/Qwen3-ASR-0.6B",
+            description="Qwen3-ASR 0.6B: fast, 30 languages",
+            url="https://huggingface.co/Qwen/Qwen3-ASR-0.6B",
+        ),
+        CatalogueModel(
+            name="Qwen/Qwen3-ASR-1.7B",
+            description="Qwen3-ASR 1.7B: most accurate, 30 languages",
+            url="https://huggingface.co/Qwen/Qwen3-ASR-1.7B",
+        ),
+    )
+}
+
+
+class ModelNotFoundError(ValueError):
+    """The model is neither in the catalogue nor a Qwen3-ASR folder, or cannot be fetched."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a model's files are, and what to call it in ``info``."""
+
+    name: str
+    path: Path
+    description: str
+    url: str
+
+
+def _local_folder_name(name: str) -> str:
+    return name.replace("/", "--")
+
+
+def _check_model_folder(path: Path) -> None:
+    config_path = path / "config.json"
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ModelNotFoundError(f"{path} is not a model folder: cannot read {config_path}: {err}") from err
+    if config.get("model_type") != "qwen3_asr":
+        raise ModelNotFoundError(
+            f"{path} holds a '{config.get('model_type')}' model, not a Qwen3-ASR (qwen3_asr) one"
+        )
+
+
+def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> ResolvedModel:
+    """Find ``model`` locally, downloading catalogue models that are missing."""
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        _check_model_folder(folder)
+        return ResolvedModel(
+            name=folder.name, path=folder, description=f"Qwen3-ASR from {folder}", url=folder.as_uri()
+        )
+
+    entry = CATALOGUE.get(model) or next(
+        (m for m in CATALOGUE.values() if m.name.lower() == model.lower()), None
+    )
+    if entry is None:
+        known = ", ".join(CATALOGUE)
+        raise ModelNotFoundError(
+            f"Unknown model '{model}': use one of {known}, or the path of a local Qwen3-ASR folder"
+        )
+
+    for data_dir in [*data_dirs, download_dir]:
+        candidate = data_dir / _local_folder_name(entry.name)
+        if (candidate / "config.json").is_file():
+            _LOGGER.debug("Found %s in %s", entry.name, candidate)
+            return ResolvedModel(entry.name, candidate, entry.description, entry.url)
+
+    target = download_dir / _local_folder_name(entry.name)
+    _LOGGER.info("Downloading %s to %s", entry.name, target)
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot_download(repo_id=entry.name, local_dir=target)
+    except Exception as err:  # the hub client raises many types; all mean "not fetched"
+        raise ModelNotFoundError(
+            f"Could not download {entry.name} to {target}: {err}. "
+            "Check the network, or pass --model with a local folder."
+        ) from err
+    _check_model_folder(target)
+    return ResolvedModel(entry.name, target, entry.description, entry.url)

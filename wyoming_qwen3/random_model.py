@@ -1,0 +1,283 @@
+"""Build a random-weight Qwen3-ASR model folder offline, for tests and benchmarks.
+
+No test may need the Hugging Face hub, so the project makes its own models: the
+exact Qwen3-ASR architecture from ``qwen-asr`` with random weights, a small
+byte-level BPE tokenizer that keeps the real special tokens and the
+``language X<asr_text>`` output format, and Whisper's 128-bin feature extractor.
+
+Two shapes are offered:
+
+- ``tiny``: a few hundred thousand parameters, for the test suite. Its audio
+  encoder windows are 2 s (``n_window_infer=200``) so that window boundaries are
+  crossed by short test utterances.
+- ``0.6b``: the layer counts and widths of Qwen/Qwen3-ASR-0.6B (random weights,
+  small vocabulary), for benchmarks whose compute must match the real model.
+
+With ``--script TEXT`` the decoder is rewired so that greedy decoding writes
+``language English<asr_text>TEXT`` whatever the audio: a model whose every
+hypothesis agrees, for tests of when committed words are streamed.
+
+Usage: ``python -m wyoming_qwen3.random_model OUT_DIR [--shape tiny|0.6b] [--script TEXT]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Special tokens of the real checkpoints; their ids differ here (read them from
+#: the tokenizer, never hard-code them).
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|audio_start|>",
+    "<|audio_end|>",
+    "<|audio_pad|>",
+]
+#: Like the real tokenizer, ``<asr_text>`` is an added token but *not* a special
+#: one, so ``skip_special_tokens=True`` keeps it in the decoded text.
+ASR_TEXT_TOKEN = "<asr_text>"
+
+#: Renders the same prompt as the real checkpoint's template:
+#: <|im_start|>system\n{context}<|im_end|>\n<|im_start|>user\n
+#: <|audio_start|><|audio_pad|><|audio_end|><|im_end|>\n<|im_start|>assistant\n
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['content'] is string -%}{{ message['content'] }}"
+    "{%- else -%}{%- for part in message['content'] -%}"
+    "{%- if part['type'] == 'audio' -%}{{ '<|audio_start|><|audio_pad|><|audio_end|>' }}"
+    "{%- elif part['type'] == 'text' -%}{{ part['text'] }}{%- endif -%}"
+    "{%- endfor -%}{%- endif -%}"
+    "{{ '<|im_end|>\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}"
+)
+
+#: Text the tokenizer's merges are learned from: the shape of what Home Assistant
+#: users say, plus the language names of the output prefix.
+_TOKENIZER_CORPUS = """
+turn on the kitchen lights turn off the living room lamp set the bedroom
+temperature to twenty one degrees what is the weather today open the garage door
+close the blinds in the office start the vacuum set a timer for five minutes
+play music in the hall dim the lights to fifty percent lock the front door
+what time is it is the back door open switch off the fan in the bathroom
+language English German French Spanish Italian Dutch Chinese Japanese Korean
+one two three four five six seven eight nine ten eleven twelve
+"""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Widths and depths of one random model."""
+
+    audio_layers: int
+    audio_heads: int
+    audio_d_model: int
+    audio_ffn: int
+    audio_downsample: int
+    n_window: int
+    n_window_infer: int
+    text_layers: int
+    text_hidden: int
+    text_intermediate: int
+    text_heads: int
+    text_kv_heads: int
+    head_dim: int
+    mrope_section: tuple[int, int, int]
+    vocab_size: int
+
+
+SHAPES: dict[str, ModelShape] = {
+    "tiny": ModelShape(
+        audio_layers=2,
+        audio_heads=2,
+        audio_d_model=32,
+        audio_ffn=64,
+        audio_downsample=8,
+        # n_window=50 matches the processor, whose token count assumes 100-frame
+        # (1 s) convolution chunks; 200-frame attention windows = 26 audio tokens.
+        n_window=50,
+        n_window_infer=200,
+        text_layers=2,
+        text_hidden=64,
+        text_intermediate=128,
+        text_heads=4,
+        text_kv_heads=2,
+        head_dim=16,
+        mrope_section=(2, 3, 3),
+        vocab_size=400,
+    ),
+    # Qwen/Qwen3-ASR-0.6B's published config.json, with a small vocabulary.
+    "0.6b": ModelShape(
+        audio_layers=18,
+        audio_heads=14,
+        audio_d_model=896,
+        audio_ffn=3584,
+        audio_downsample=480,
+        n_window=50,
+        n_window_infer=800,
+        text_layers=28,
+        text_hidden=1024,
+        text_intermediate=3072,
+        text_heads=16,
+        text_kv_heads=8,
+        head_dim=128,
+        mrope_section=(24, 20, 20),
+        vocab_size=2000,
+    ),
+}
+
+
+def build_tokenizer(vocab_size: int) -> Any:
+    """Train a small byte-level BPE tokenizer that keeps the real special tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import Qwen2TokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+    )
+    backend.train_from_iterator(_TOKENIZER_CORPUS.split("\n"), trainer=trainer)
+    backend.add_tokens([AddedToken(ASR_TEXT_TOKEN, special=False, normalized=False)])
+
+    return Qwen2TokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token=None,
+        bos_token=None,
+        extra_special_tokens={
+            "audio_token": "<|audio_pad|>",
+            "audio_bos_token": "<|audio_start|>",
+            "audio_eos_token": "<|audio_end|>",
+        },
+    )
+
+
+def script_decoder(model: Any, tokenizer: Any, text: str) -> None:
+    """Make greedy decoding write ``language English<asr_text>{text}`` for any audio.
+
+    Attention and MLP outputs are zeroed, so the last hidden state is the
+    current token's embedding and the next token depends on it alone: a chain
+    through one-hot embeddings whose ``lm_head`` rows point at the successor.
+    Every token outside the chain maps to a zero vector, whose argmax is id 0
+    (``<|endoftext|>``, an end of sequence).
+    """
+    import torch
+
+    newline = tokenizer("\n", add_special_tokens=False)["input_ids"]
+    chain = newline + tokenizer(f"language English{ASR_TEXT_TOKEN}{text}", add_special_tokens=False)["input_ids"]
+    chain.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    if len(set(chain)) != len(chain):
+        raise ValueError(f"script {text!r} repeats a token; choose words whose tokens differ")
+    thinker = model.thinker
+    hidden = thinker.config.text_config.hidden_size
+    if len(chain) > hidden:
+        raise ValueError(f"script {text!r} is longer than the hidden size {hidden}")
+    with torch.no_grad():
+        for layer in thinker.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        thinker.model.norm.weight.fill_(1.0)
+        embeddings = thinker.get_input_embeddings().weight
+        embeddings.zero_()
+        thinker.lm_head.weight.zero_()
+        for position, (token, successor) in enumerate(zip(chain, chain[1:])):
+            embeddings[token, position] = 1.0
+            thinker.lm_head.weight[successor, position] = 1.0
+
+
+def build_random_model(
+    out_dir: Path, shape_name: str = "tiny", seed: int = 0, script: str | None = None
+) -> Path:
+    """Write a loadable random-weight Qwen3-ASR model folder to ``out_dir``."""
+    import torch
+    from qwen_asr.core.transformers_backend import (
+        Qwen3ASRConfig,
+        Qwen3ASRForConditionalGeneration,
+        Qwen3ASRProcessor,
+    )
+    from transformers import WhisperFeatureExtractor
+
+    shape = SHAPES[shape_name]
+    tokenizer = build_tokenizer(shape.vocab_size)
+    audio_pad_id = tokenizer.convert_tokens_to_ids("<|audio_pad|>")
+    eos_ids = [tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
+
+    config = Qwen3ASRConfig(
+        thinker_config={
+            "audio_config": {
+                "num_mel_bins": 128,
+                "encoder_layers": shape.audio_layers,
+                "encoder_attention_heads": shape.audio_heads,
+                "encoder_ffn_dim": shape.audio_ffn,
+                "d_model": shape.audio_d_model,
+                "output_dim": shape.text_hidden,
+                "n_window": shape.n_window,
+                "n_window_infer": shape.n_window_infer,
+                "downsample_hidden_size": shape.audio_downsample,
+            },
+            "text_config": {
+                "vocab_size": len(tokenizer),
+                "hidden_size": shape.text_hidden,
+                "intermediate_size": shape.text_intermediate,
+                "num_hidden_layers": shape.text_layers,
+                "num_attention_heads": shape.text_heads,
+                "num_key_value_heads": shape.text_kv_heads,
+                "head_dim": shape.head_dim,
+                "max_position_embeddings": 65536,
+                "rope_scaling": {
+                    "mrope_section": list(shape.mrope_section),
+                    "interleaved": True,
+                    "type": "default",
+                },
+            },
+            "audio_token_id": audio_pad_id,
+            "audio_start_token_id": tokenizer.convert_tokens_to_ids("<|audio_start|>"),
+        },
+        support_languages=["English"],
+    )
+    torch.manual_seed(seed)
+    model = Qwen3ASRForConditionalGeneration(config).eval()
+    # The checkpoint's own generation defaults point at the real vocabulary.
+    model.generation_config.eos_token_id = eos_ids
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if script is not None:
+        script_decoder(model, tokenizer, script)
+
+    processor = Qwen3ASRProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=128),
+        tokenizer=tokenizer,
+        chat_template=CHAT_TEMPLATE,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    processor.save_pretrained(out_dir)
+    (out_dir / "random_model.json").write_text(
+        json.dumps({"shape": shape_name, "seed": seed, "script": script}, indent=2) + "\n", encoding="utf-8"
+    )
+    return out_dir
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--script", help="text that greedy decoding writes for any audio")
+    args = parser.parse_args()
+    print(build_random_model(args.out_dir, args.shape, args.seed, args.script))
+
+
+if __name__ == "__main__":
+    main()
