@@ -30,9 +30,7 @@ def create_backend(kind: str, model: ResolvedModel, device: str) -> Backend:
     """Load the model behind the chosen backend."""
     is_apple_silicon = sys.platform == "darwin" and platform.machine() == "arm64"
     if kind == "mlx" or (kind == "auto" and is_apple_silicon and _mlx_available()):
-        raise StartupError(
-            "the mlx backend is not available in this version; use --backend simulkv"
-        )
+        raise StartupError("the mlx backend is not available in this version; use --backend simulkv")
     from .qwen import QwenAsrModel
     from .simulkv import SimulKvBackend
 

@@ -58,8 +58,7 @@ class AudioNormalizer:
         frame_bytes = source.width * source.channels
         if len(chunk.audio) % frame_bytes:
             raise AudioFormatError(
-                f"audio-chunk of {len(chunk.audio)} bytes is not a whole number of "
-                f"{frame_bytes}-byte frames"
+                f"audio-chunk of {len(chunk.audio)} bytes is not a whole number of {frame_bytes}-byte frames"
             )
         wide = self._to_16_bit.convert(chunk)
         samples = np.frombuffer(wide.audio, dtype="<i2")

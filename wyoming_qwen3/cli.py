@@ -37,7 +37,9 @@ def _add(parser: argparse.ArgumentParser, environ: Mapping[str, str], flag: str,
         if action == "store_true":
             kwargs["default"] = value.strip().lower() in _TRUE
         elif action == "append":
-            kwargs["default"] = [part for part in value.split(os.pathsep) if part]
+            # argparse converts string defaults with ``type``, but not lists.
+            convert = kwargs.get("type", str)
+            kwargs["default"] = [convert(part) for part in value.split(os.pathsep) if part]
         elif kwargs.get("nargs") == "?" and value.strip().lower() in _TRUE:
             kwargs["default"] = kwargs["const"]
         else:
@@ -54,20 +56,47 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         epilog=f"Every option can also be set from the environment as {ENV_PREFIX}<OPTION>.",
     )
     _add(parser, env, "--uri", default="tcp://0.0.0.0:10300", help="tcp://HOST:PORT, unix://PATH or stdio://")
-    _add(parser, env, "--model", default=DEFAULT_MODEL, help=f"catalogue name or local folder (default: {DEFAULT_MODEL})")
+    _add(
+        parser, env, "--model", default=DEFAULT_MODEL, help=f"catalogue name or local folder (default: {DEFAULT_MODEL})"
+    )
     _add(parser, env, "--backend", default="auto", choices=BACKENDS, help="speech backend (default: auto)")
     _add(parser, env, "--device", default="auto", help="torch device: auto, cpu, cuda, cuda:N or mps (default: auto)")
-    _add(parser, env, "--language", default=AUTO_LANGUAGE, help="default language code, or auto to detect (default: auto)")
+    _add(
+        parser,
+        env,
+        "--language",
+        default=AUTO_LANGUAGE,
+        help="default language code, or auto to detect (default: auto)",
+    )
     _add(parser, env, "--context", default="", help="names and terms to bias every transcript toward")
     _add(
-        parser, env, "--zeroconf", nargs="?", const="qwen3-asr", default=None, metavar="NAME",
+        parser,
+        env,
+        "--zeroconf",
+        nargs="?",
+        const="qwen3-asr",
+        default=None,
+        metavar="NAME",
         help="announce over zeroconf, with an optional service name (default name: qwen3-asr)",
     )
-    _add(parser, env, "--data-dir", action="append", type=Path, help="folder to look for downloaded models in (repeatable)")
-    _add(parser, env, "--download-dir", type=Path, help="folder to download models into (default: first data dir)")
-    _add(parser, env, "--max-audio-seconds", type=float, default=30.0, help="longest utterance transcribed (default: 30)")
     _add(
-        parser, env, "--audio-timeout", type=float, default=10.0,
+        parser,
+        env,
+        "--data-dir",
+        action="append",
+        type=Path,
+        help="folder to look for downloaded models in (repeatable)",
+    )
+    _add(parser, env, "--download-dir", type=Path, help="folder to download models into (default: first data dir)")
+    _add(
+        parser, env, "--max-audio-seconds", type=float, default=30.0, help="longest utterance transcribed (default: 30)"
+    )
+    _add(
+        parser,
+        env,
+        "--audio-timeout",
+        type=float,
+        default=10.0,
         help="seconds without audio after which a stream is finished (default: 10)",
     )
     _add(parser, env, "--debug", action="store_true", help="log DEBUG messages")

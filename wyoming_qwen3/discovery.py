@@ -63,11 +63,14 @@ class ServiceAnnouncement:
             server=f"{name}.local.",
         )
 
+    # zeroconf's async_(un)register_service returns a task once the records are
+    # queued; awaiting that task waits until the announcement (or goodbye)
+    # packets have been sent, which matters before closing the socket.
     async def register(self) -> None:
-        await self._zeroconf.async_register_service(self._info)
+        await (await self._zeroconf.async_register_service(self._info))
         _LOGGER.info("Announced %s on %s:%s over zeroconf", self._info.name, self.host, self.port)
 
     async def unregister(self) -> None:
-        await self._zeroconf.async_unregister_service(self._info)
+        await (await self._zeroconf.async_unregister_service(self._info))
         await self._zeroconf.async_close()
         _LOGGER.debug("Withdrew zeroconf announcement %s", self._info.name)

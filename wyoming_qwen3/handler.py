@@ -206,7 +206,9 @@ class Qwen3EventHandler(AsyncEventHandler):
         stream.watchdog = asyncio.create_task(self._watch_for_silence(stream))
         self._stream = stream
         self._dropping_audio = False
-        _LOGGER.debug("%s: audio-start %s Hz, %s bytes, %s channels", self._client, start.rate, start.width, start.channels)
+        _LOGGER.debug(
+            "%s: audio-start %s Hz, %s bytes, %s channels", self._client, start.rate, start.width, start.channels
+        )
 
     async def _on_audio_chunk(self, chunk: AudioChunk) -> None:
         stream = self._stream
@@ -236,7 +238,9 @@ class Qwen3EventHandler(AsyncEventHandler):
         if stream.received_samples >= cap:
             _LOGGER.warning(
                 "%s: stream passed the %.0f s cap; sending the transcript of the first %.0f s",
-                self._client, self._config.max_audio_seconds, self._config.max_audio_seconds,
+                self._client,
+                self._config.max_audio_seconds,
+                self._config.max_audio_seconds,
             )
             self._dropping_audio = True
             await self._finish_stream(stream)
@@ -293,9 +297,7 @@ class Qwen3EventHandler(AsyncEventHandler):
         stream.pending.clear()
         loop = asyncio.get_running_loop()
         try:
-            words, final = await loop.run_in_executor(
-                self._backend.executor, self._finish_session, stream, pending
-            )
+            words, final = await loop.run_in_executor(self._backend.executor, self._finish_session, stream, pending)
         except Exception:
             _LOGGER.exception("%s: transcription failed", self._client)
             await self._send_error("Transcription failed; see the server log", "transcription-failed")
@@ -307,7 +309,13 @@ class Qwen3EventHandler(AsyncEventHandler):
         language = language_code(final.language) if final.language else None
         await self._send_words(stream, words + final.words, language)
         text = " ".join(stream.committed)
-        _LOGGER.info("%s: transcript (%s, %.2f s): %s", self._client, final.language or "?", stream.received_samples / SAMPLE_RATE, text)
+        _LOGGER.info(
+            "%s: transcript (%s, %.2f s): %s",
+            self._client,
+            final.language or "?",
+            stream.received_samples / SAMPLE_RATE,
+            text,
+        )
         await self.write_event(Transcript(text=text, language=language).event())
         await self.write_event(TranscriptStop().event())
 

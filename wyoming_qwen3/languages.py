@@ -72,9 +72,7 @@ def resolve_language(language: str | None, supported: Iterable[str]) -> str | No
     supported_names = sorted(supported)
     if name is None or name not in supported_names:
         codes = ", ".join(sorted(c for c, n in LANGUAGE_NAMES.items() if n in supported_names))
-        raise UnknownLanguageError(
-            f"Unknown language '{language}'; this model supports: {AUTO_LANGUAGE}, {codes}"
-        )
+        raise UnknownLanguageError(f"Unknown language '{language}'; this model supports: {AUTO_LANGUAGE}, {codes}")
     return name
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 def common_prefix(first: list[str], second: list[str]) -> list[str]:
     """The longest run of equal words at the start of both lists."""
     length = 0
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=False):
         if a != b:
             break
         length += 1

@@ -68,9 +68,7 @@ def _check_model_folder(path: Path) -> None:
     except (OSError, ValueError) as err:
         raise ModelNotFoundError(f"{path} is not a model folder: cannot read {config_path}: {err}") from err
     if config.get("model_type") != "qwen3_asr":
-        raise ModelNotFoundError(
-            f"{path} holds a '{config.get('model_type')}' model, not a Qwen3-ASR (qwen3_asr) one"
-        )
+        raise ModelNotFoundError(f"{path} holds a '{config.get('model_type')}' model, not a Qwen3-ASR (qwen3_asr) one")
 
 
 def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> ResolvedModel:
@@ -78,13 +76,9 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
     folder = Path(model).expanduser()
     if folder.is_dir():
         _check_model_folder(folder)
-        return ResolvedModel(
-            name=folder.name, path=folder, description=f"Qwen3-ASR from {folder}", url=folder.as_uri()
-        )
+        return ResolvedModel(name=folder.name, path=folder, description=f"Qwen3-ASR from {folder}", url=folder.as_uri())
 
-    entry = CATALOGUE.get(model) or next(
-        (m for m in CATALOGUE.values() if m.name.lower() == model.lower()), None
-    )
+    entry = CATALOGUE.get(model) or next((m for m in CATALOGUE.values() if m.name.lower() == model.lower()), None)
     if entry is None:
         known = ", ".join(CATALOGUE)
         raise ModelNotFoundError(

@@ -84,12 +84,10 @@ class QwenAsrModel:
             audio_pad=self.tokenizer.convert_tokens_to_ids(self.tokenizer.audio_token),
             eos=frozenset(i for i in eos if isinstance(i, int) and i >= 0),
         )
-        self.supported_languages: list[str] = list(
-            getattr(model.config, "support_languages", None) or []
-        )
+        self.supported_languages: list[str] = list(getattr(model.config, "support_languages", None) or [])
 
     @classmethod
-    def load(cls, path: Path, device: str = "auto") -> "QwenAsrModel":
+    def load(cls, path: Path, device: str = "auto") -> QwenAsrModel:
         """Load a model folder onto a device (bfloat16 on CUDA, float32 elsewhere)."""
         from qwen_asr.core.transformers_backend import (
             Qwen3ASRForConditionalGeneration,
@@ -99,9 +97,7 @@ class QwenAsrModel:
         torch_device = select_device(device)
         dtype = torch.bfloat16 if torch_device.type == "cuda" else torch.float32
         _LOGGER.debug("Loading %s on %s (%s)", path, torch_device, dtype)
-        model = Qwen3ASRForConditionalGeneration.from_pretrained(
-            str(path), dtype=dtype, attn_implementation="sdpa"
-        )
+        model = Qwen3ASRForConditionalGeneration.from_pretrained(str(path), dtype=dtype, attn_implementation="sdpa")
         model.to(torch_device).eval()
         processor = Qwen3ASRProcessor.from_pretrained(str(path))
         return cls(model, processor, torch_device)
@@ -151,9 +147,7 @@ class QwenAsrModel:
 
     # -- decoding -------------------------------------------------------------
 
-    def forward(
-        self, embeds: torch.Tensor, start: int, cache: Any, **kwargs: Any
-    ) -> Any:
+    def forward(self, embeds: torch.Tensor, start: int, cache: Any, **kwargs: Any) -> Any:
         """Run the decoder on ``embeds`` placed at positions ``start...``, extending ``cache``."""
         length = embeds.shape[1]
         positions = torch.arange(start, start + length, device=self.device)

@@ -192,14 +192,12 @@ def script_decoder(model: Any, tokenizer: Any, text: str) -> None:
         embeddings = thinker.get_input_embeddings().weight
         embeddings.zero_()
         thinker.lm_head.weight.zero_()
-        for position, (token, successor) in enumerate(zip(chain, chain[1:])):
+        for position, (token, successor) in enumerate(zip(chain, chain[1:], strict=False)):
             embeddings[token, position] = 1.0
             thinker.lm_head.weight[successor, position] = 1.0
 
 
-def build_random_model(
-    out_dir: Path, shape_name: str = "tiny", seed: int = 0, script: str | None = None
-) -> Path:
+def build_random_model(out_dir: Path, shape_name: str = "tiny", seed: int = 0, script: str | None = None) -> Path:
     """Write a loadable random-weight Qwen3-ASR model folder to ``out_dir``."""
     import torch
     from qwen_asr.core.transformers_backend import (

@@ -30,7 +30,7 @@ class SimulKvBackend(Backend):
     def supported_languages(self) -> list[str]:
         return self.model.supported_languages
 
-    def create_session(self, options: SessionOptions) -> "SimulKvSession":
+    def create_session(self, options: SessionOptions) -> SimulKvSession:
         return SimulKvSession(self, options)
 
 

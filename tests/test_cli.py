@@ -1,0 +1,91 @@
+"""The command line: help, environment variables, and clear startup errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from wyoming_qwen3.cli import env_name, parse_args
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wyoming_qwen3", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT)},
+    )
+
+
+def test_help_lists_every_option_with_its_environment_variable() -> None:
+    result = subprocess.run([str(ROOT / "script" / "run"), "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    for flag in (
+        "--uri",
+        "--model",
+        "--backend",
+        "--device",
+        "--language",
+        "--zeroconf",
+        "--data-dir",
+        "--download-dir",
+        "--debug",
+        "--log-format",
+    ):
+        assert flag in result.stdout
+        assert env_name(flag) in result.stdout.replace("\n", "").replace(" ", "")
+
+
+def test_environment_variables_set_options(tmp_path: Path) -> None:
+    environ = {
+        "WYOMING_QWEN3_URI": "tcp://127.0.0.1:1234",
+        "WYOMING_QWEN3_DEBUG": "true",
+        "WYOMING_QWEN3_ZEROCONF": "1",
+        "WYOMING_QWEN3_DATA_DIR": str(tmp_path),
+        "WYOMING_QWEN3_MAX_AUDIO_SECONDS": "12.5",
+    }
+    args = parse_args([], environ)
+    assert args.uri == "tcp://127.0.0.1:1234"
+    assert args.debug is True
+    assert args.zeroconf == "qwen3-asr"
+    assert args.data_dir == [tmp_path] and args.download_dir == tmp_path
+    assert args.max_audio_seconds == 12.5
+    # The command line wins over the environment.
+    assert parse_args(["--uri", "stdio://"], environ).uri == "stdio://"
+
+
+def test_unknown_language_exits_with_a_message_and_no_traceback(tiny_model: Path) -> None:
+    result = run_cli("--model", str(tiny_model), "--language", "klingon")
+    assert result.returncode == 2
+    assert "Unknown language 'klingon'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_language_the_model_does_not_speak_is_refused_at_startup(tiny_model: Path) -> None:
+    result = run_cli("--model", str(tiny_model), "--language", "de", "--device", "cpu")
+    assert result.returncode == 2
+    assert "Unknown language 'de'; this model supports: auto, en" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_model_exits_with_a_message_and_no_traceback() -> None:
+    result = run_cli("--model", "Qwen/No-Such-Model")
+    assert result.returncode == 2
+    assert "Unknown model 'Qwen/No-Such-Model'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_folder_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
+    result = run_cli("--model", str(tmp_path))
+    assert result.returncode == 2
+    assert "is not a model folder" in result.stderr
+
+
+def test_zeroconf_needs_tcp(tiny_model: Path, tmp_path: Path) -> None:
+    result = run_cli("--model", str(tiny_model), "--device", "cpu", "--uri", f"unix://{tmp_path}/s", "--zeroconf")
+    assert result.returncode == 2
+    assert "--zeroconf needs a tcp:// --uri" in result.stderr

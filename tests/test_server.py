@@ -1,0 +1,121 @@
+"""End-to-end: the real server process, the wyoming client, espeak-ng speech."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from wyoming.info import Describe, Info
+
+from wyoming_qwen3.qwen import QwenAsrModel
+
+from .conftest import SCRIPT_TEXT, Speech, run
+from .wyoming_client import assert_streaming_order, client, transcribe
+
+SENTENCE = "turn on the kitchen lights"
+LONG_SENTENCE = "please turn on the lights in the kitchen and then set the living room to twenty degrees"
+
+
+def test_describe_returns_streaming_asr_info(tiny_server) -> None:
+    async def describe() -> Info:
+        async with client(tiny_server) as conn:
+            await conn.write_event(Describe().event())
+            event = await conn.read_event()
+            assert event is not None and Info.is_type(event.type)
+            return Info.from_event(event)
+
+    info = run(describe())
+    assert len(info.asr) == 1
+    program = info.asr[0]
+    assert program.name == "qwen3-asr"
+    assert program.supports_transcript_streaming is True
+    assert program.installed and program.version and program.attribution.url
+    (model,) = program.models
+    assert model.languages == ["en"]  # the tiny model declares English only
+    assert model.installed and model.attribution.name
+
+
+def test_transcript_matches_offline_greedy_transcription(tiny_server, tiny_model, speech) -> None:
+    """16 kHz speech through the server gives the offline greedy text of the same samples."""
+    utterance = speech(SENTENCE, "-r", "16000")
+    assert utterance.rate == 16000 and utterance.seconds < 2.0  # shorter than two steps: nothing committed early
+    result = run(transcribe(tiny_server, utterance, language="en"))
+    assert_streaming_order(result)
+
+    samples = np.frombuffer(utterance.audio, dtype="<i2").astype(np.float32) / 32768.0
+    expected = QwenAsrModel.load(tiny_model, "cpu").transcribe(samples, language="English")
+    assert expected.text, "the random model wrote nothing; pick another sentence"
+    assert result.transcript.data["text"] == expected.text
+    assert result.transcript.data["language"] == "en"
+
+
+@pytest.mark.parametrize(
+    ("label", "sox_args"),
+    [
+        ("22.05 kHz mono", ()),
+        ("stereo", ("-c", "2")),
+        ("8-bit", ("-b", "8")),
+        ("48 kHz stereo 32-bit", ("-r", "48000", "-c", "2", "-b", "32")),
+    ],
+)
+def test_any_audio_format_is_converted(tiny_server, speech, label: str, sox_args: tuple[str, ...]) -> None:
+    utterance = speech(SENTENCE, *sox_args)
+    result = run(transcribe(tiny_server, utterance))
+    assert_streaming_order(result)
+    assert result.transcript.data["text"], label
+
+
+def test_stereo_is_transcribed_like_mono(tiny_server, speech) -> None:
+    mono = run(transcribe(tiny_server, speech(SENTENCE)))
+    stereo = run(transcribe(tiny_server, speech(SENTENCE, "-c", "2")))
+    assert stereo.transcript.data["text"] == mono.transcript.data["text"]
+
+
+def test_words_stream_while_audio_still_arrives(scripted_server, speech) -> None:
+    utterance = speech(LONG_SENTENCE)
+    assert utterance.seconds > 4
+    # Twice real time: 0.1 s of audio every 0.05 s.
+    result = run(transcribe(scripted_server, utterance, language="en", pace=0.05))
+    assert_streaming_order(result)
+    assert result.transcript.data["text"] == SCRIPT_TEXT
+    assert result.audio_stop_time is not None
+    assert result.first_time("transcript-chunk") < result.audio_stop_time, "no partial words before audio-stop"
+    assert len(result.chunks) >= 1
+
+
+def test_two_concurrent_clients_get_their_own_transcripts(tiny_server, speech) -> None:
+    first, second = speech(SENTENCE), speech("what is the weather like today")
+    alone = [run(transcribe(tiny_server, s)).transcript.data["text"] for s in (first, second)]
+    assert alone[0] != alone[1], "the random model gave both sentences the same text"
+
+    async def both() -> list[str]:
+        results = await asyncio.gather(
+            transcribe(tiny_server, first, pace=0.01), transcribe(tiny_server, second, pace=0.01)
+        )
+        for result in results:
+            assert_streaming_order(result)
+        return [r.transcript.data["text"] for r in results]
+
+    assert run(both()) == alone
+
+
+def test_disconnect_mid_stream_frees_the_session(tiny_server, speech) -> None:
+    utterance: Speech = speech(LONG_SENTENCE)
+
+    async def hang_up() -> None:
+        async with client(tiny_server) as conn:
+            from wyoming.audio import AudioChunk, AudioStart
+
+            await conn.write_event(AudioStart(utterance.rate, utterance.width, utterance.channels).event())
+            quarter = len(utterance.audio) // 4 // 2 * 2
+            await conn.write_event(
+                AudioChunk(utterance.rate, utterance.width, utterance.channels, utterance.audio[:quarter]).event()
+            )
+            await asyncio.sleep(0.5)
+
+    run(hang_up())
+    result = run(transcribe(tiny_server, speech(SENTENCE)))
+    assert_streaming_order(result)
+    log = tiny_server.log()
+    assert "disconnected mid-stream; session freed" in log

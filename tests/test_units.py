@@ -1,0 +1,87 @@
+"""Small pieces on their own: languages, local agreement, audio conversion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from wyoming.audio import AudioChunk, AudioFormat
+
+from wyoming_qwen3.audio import AudioFormatError, AudioNormalizer
+from wyoming_qwen3.languages import LANGUAGE_NAMES, UnknownLanguageError, language_codes, resolve_language
+from wyoming_qwen3.local_agreement import LocalAgreement
+
+ALL = list(LANGUAGE_NAMES.values())
+
+
+@pytest.mark.parametrize(
+    ("requested", "expected"),
+    [
+        ("en", "English"),
+        ("en-US", "English"),
+        ("de_DE", "German"),
+        ("German", "German"),
+        ("yue", "Cantonese"),
+        ("auto", None),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_languages_resolve(requested: str | None, expected: str | None) -> None:
+    assert resolve_language(requested, ALL) == expected
+
+
+def test_unsupported_language_is_refused() -> None:
+    with pytest.raises(UnknownLanguageError, match="supports: auto, en"):
+        resolve_language("fr", ["English"])
+    with pytest.raises(UnknownLanguageError):
+        resolve_language("xx", ALL)
+
+
+def test_language_codes_round_trip() -> None:
+    assert language_codes(ALL) == sorted(LANGUAGE_NAMES)
+
+
+def test_local_agreement_commits_only_what_two_hypotheses_share() -> None:
+    agreement = LocalAgreement()
+    assert agreement.update(["turn"]) == []
+    assert agreement.update(["turn", "of"]) == ["turn"]
+    assert agreement.update(["turn", "on", "the"]) == []  # "of" was revised
+    assert agreement.update(["turn", "on", "the", "light"]) == ["on", "the"]
+    assert agreement.update(["turn", "on", "the", "lights"]) == []
+    assert agreement.flush(["turn", "on", "the", "lights"]) == ["lights"]
+    assert agreement.committed == ["turn", "on", "the"]
+
+
+def chunk(samples: np.ndarray, rate: int, width: int, channels: int) -> AudioChunk:
+    return AudioChunk(rate=rate, width=width, channels=channels, audio=samples.tobytes())
+
+
+def test_stereo_is_averaged_not_summed() -> None:
+    loud = np.full(1600 * 2, 0x4000, dtype="<i2")  # both channels at half scale
+    out = AudioNormalizer(AudioFormat(16000, 2, 2)).convert(chunk(loud, 16000, 2, 2))
+    assert out.shape == (1600,)
+    assert np.allclose(out, 0.5)
+
+
+def test_eight_bit_unsigned_is_centred() -> None:
+    silence = np.full(800, 128, dtype=np.uint8)
+    out = AudioNormalizer(AudioFormat(8000, 1, 1)).convert(chunk(silence, 8000, 1, 1))
+    assert out.shape[0] == pytest.approx(1600, abs=2)
+    assert np.abs(out).max() < 0.01
+
+
+def test_resampling_keeps_duration_across_chunks() -> None:
+    normalizer = AudioNormalizer(AudioFormat(22050, 2, 1))
+    tone = (np.sin(np.arange(22050) * 2 * np.pi * 440 / 22050) * 10000).astype("<i2")
+    total = sum(normalizer.convert(chunk(part, 22050, 2, 1)).shape[0] for part in np.array_split(tone, 10))
+    assert total == pytest.approx(16000, abs=10)
+
+
+def test_partial_frames_and_format_changes_are_refused() -> None:
+    normalizer = AudioNormalizer(AudioFormat(16000, 2, 2))
+    with pytest.raises(AudioFormatError, match="whole number"):
+        normalizer.convert(AudioChunk(16000, 2, 2, b"\x00" * 6))
+    with pytest.raises(AudioFormatError, match="changed mid-stream"):
+        normalizer.convert(AudioChunk(16000, 2, 1, b"\x00" * 8))
+    with pytest.raises(AudioFormatError, match="unsupported sample rate"):
+        AudioNormalizer(AudioFormat(10, 2, 1))
