@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import platform
 import sys
 from functools import partial
 
@@ -26,27 +25,35 @@ class StartupError(Exception):
     """A problem with the configuration, reported without a traceback."""
 
 
+def choose_backend(kind: str) -> str:
+    """Resolve ``auto``, and refuse mlx where it cannot run (before any download)."""
+    from .mlx_backend import MlxUnavailableError, check_mlx_available, mlx_available
+
+    if kind == "auto":
+        return "mlx" if mlx_available() else "simulkv"
+    if kind == "mlx":
+        try:
+            check_mlx_available()
+        except MlxUnavailableError as err:
+            raise StartupError(str(err)) from err
+    return kind
+
+
 def create_backend(kind: str, model: ResolvedModel, device: str) -> Backend:
     """Load the model behind the chosen backend."""
-    is_apple_silicon = sys.platform == "darwin" and platform.machine() == "arm64"
-    if kind == "mlx" or (kind == "auto" and is_apple_silicon and _mlx_available()):
-        raise StartupError("the mlx backend is not available in this version; use --backend simulkv")
+    if kind == "mlx":
+        from .mlx_backend import MlxBackend
+
+        return MlxBackend(str(model.path))
     from .qwen import QwenAsrModel
     from .simulkv import SimulKvBackend
 
     return SimulKvBackend(QwenAsrModel.load(model.path, device))
 
 
-def _mlx_available() -> bool:
-    try:
-        import mlx_qwen3_asr  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 async def serve(args: argparse.Namespace) -> None:
     """Load, announce, and serve until stopped."""
+    kind = choose_backend(args.backend)
     try:
         # Checked before the (slow) model load so a typo fails at once.
         resolve_language(args.language, LANGUAGE_NAMES.values())
@@ -54,7 +61,7 @@ async def serve(args: argparse.Namespace) -> None:
     except (UnknownLanguageError, ModelNotFoundError) as err:
         raise StartupError(str(err)) from err
 
-    backend = create_backend(args.backend, model, args.device)
+    backend = create_backend(kind, model, args.device)
     try:
         language = resolve_language(args.language, backend.supported_languages)
     except UnknownLanguageError as err:
