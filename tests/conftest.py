@@ -147,7 +147,9 @@ def start_server(model: Path, log_path: Path, *extra: str, timeout: float = 120.
 
 @pytest.fixture(scope="session")
 def tiny_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = start_server(tiny_model, tmp_path_factory.mktemp("logs") / "tiny.log")
+    # A border longer than any utterance holds every token until audio-stop, so
+    # the random model's transcript is the offline one whatever the timing.
+    server = start_server(tiny_model, tmp_path_factory.mktemp("logs") / "tiny.log", "--border-seconds", "1000")
     yield server
     server.stop()
 

@@ -10,6 +10,7 @@ from functools import partial
 
 from wyoming.server import AsyncServer, AsyncTcpServer
 
+from .alignment import ALIGNMENT_HEADS_FILE, AlignmentHeads, AlignmentPolicy
 from .backend import Backend
 from .cli import parse_args
 from .discovery import ServiceAnnouncement, routable_address
@@ -39,16 +40,31 @@ def choose_backend(kind: str) -> str:
     return kind
 
 
-def create_backend(kind: str, model: ResolvedModel, device: str) -> Backend:
+def load_alignment_heads(args: argparse.Namespace, model: ResolvedModel) -> AlignmentHeads | None:
+    """The heads file given, or the model folder's own; None for the default heads."""
+    path = args.alignment_heads or model.path / ALIGNMENT_HEADS_FILE
+    if args.alignment_heads is None and not path.is_file():
+        return None
+    try:
+        return AlignmentHeads.load(path)
+    except (OSError, ValueError) as err:
+        raise StartupError(f"cannot read alignment heads: {err}") from err
+
+
+def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) -> Backend:
     """Load the model behind the chosen backend."""
     if kind == "mlx":
         from .mlx_backend import MlxBackend
 
         return MlxBackend(str(model.path))
     from .qwen import QwenAsrModel
-    from .simulkv import SimulKvBackend
+    from .simulkv import SimulKvBackend, SimulKvSettings
 
-    return SimulKvBackend(QwenAsrModel.load(model.path, device))
+    heads = load_alignment_heads(args, model)
+    settings = SimulKvSettings(policy=AlignmentPolicy(border_seconds=args.border_seconds))
+    backend = SimulKvBackend(QwenAsrModel.load(model.path, args.device), heads, settings)
+    _LOGGER.info("Alignment heads: %s", "from " + str(args.alignment_heads or model.path) if heads else "default")
+    return backend
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -61,7 +77,7 @@ async def serve(args: argparse.Namespace) -> None:
     except (UnknownLanguageError, ModelNotFoundError) as err:
         raise StartupError(str(err)) from err
 
-    backend = create_backend(kind, model, args.device)
+    backend = create_backend(kind, model, args)
     try:
         language = resolve_language(args.language, backend.supported_languages)
     except UnknownLanguageError as err:

@@ -129,8 +129,13 @@ class QwenAsrModel:
 
     # -- audio ----------------------------------------------------------------
 
-    def audio_embeddings(self, audio: np.ndarray) -> torch.Tensor:
-        """Encoder output [n_audio_tokens, hidden] for 16 kHz mono float32 audio."""
+    @property
+    def window_frames(self) -> int:
+        """Mel frames per encoder attention window (``n_window_infer``: 8 s on the real models)."""
+        return int(self.audio_config.n_window_infer)
+
+    def features(self, audio: np.ndarray) -> torch.Tensor:
+        """Log-mel features [mel_bins, frames] of 16 kHz mono float32 audio."""
         if audio.shape[0] < _MIN_SAMPLES:
             audio = np.pad(audio, (0, _MIN_SAMPLES - audio.shape[0]))
         features = self.processor.feature_extractor(
@@ -141,9 +146,32 @@ class QwenAsrModel:
             return_attention_mask=True,
             return_tensors="pt",
         )
-        input_features = features["input_features"].to(self.device, self.dtype)
-        mask = features["attention_mask"].to(self.device)
-        return self.thinker.get_audio_features(input_features, feature_attention_mask=mask)
+        frames = int(features["attention_mask"].sum())
+        return features["input_features"][0, :, :frames].to(self.device, self.dtype)
+
+    def encode_window(self, features: torch.Tensor) -> torch.Tensor:
+        """Encoder output [tokens, hidden] of at most one attention window of features.
+
+        The encoder attends within windows of ``n_window_infer`` frames, but
+        qwen-asr applies those windows only under flash_attention_2; under SDPA
+        it attends over the whole utterance. Encoding each window on its own is
+        the windowed attention exactly (tests/test_simulkv.py checks it against
+        the block mask), so a window's output never changes once it is complete.
+        """
+        frames = features.shape[1]
+        if frames > self.window_frames:
+            raise ValueError(f"{frames} frames are more than one {self.window_frames}-frame window")
+        lengths = torch.tensor([frames], dtype=torch.long, device=self.device)
+        return self.thinker.audio_tower(features, feature_lens=lengths).last_hidden_state
+
+    def audio_embeddings(self, audio: np.ndarray) -> torch.Tensor:
+        """Encoder output [n_audio_tokens, hidden] of a whole utterance, window by window."""
+        features = self.features(audio)
+        windows = [
+            self.encode_window(features[:, start : start + self.window_frames])
+            for start in range(0, features.shape[1], self.window_frames)
+        ]
+        return torch.cat(windows, dim=0)
 
     # -- decoding -------------------------------------------------------------
 
@@ -193,9 +221,21 @@ class QwenAsrModel:
         return parse_output(self.decode_text(generated), language)
 
 
-def parse_output(raw: str, forced_language: str | None) -> Transcription:
-    """Split ``language X<asr_text>text`` with qwen-asr's own parser."""
-    from qwen_asr.inference.utils import parse_asr_output
+def parse_output(raw: str, forced_language: str | None, complete: bool = True) -> Transcription:
+    """Split ``language X<asr_text>text`` into language and text.
 
-    language, text = parse_asr_output(raw, user_language=forced_language)
-    return Transcription(language=language or "", text=text.strip())
+    Like ``qwen_asr.inference.utils.parse_asr_output`` but without its
+    repetition fix, which rewrites earlier text: streamed words cannot be taken
+    back, so the offline and streaming paths must read the output the same way.
+    While the output is incomplete and has no ``<asr_text>`` yet, the model is
+    still writing the language preamble and there is no text.
+    """
+    if forced_language:
+        return Transcription(language=forced_language, text=raw.strip())
+    meta, tag, text = raw.partition(ASR_TEXT_TAG)
+    if not tag:
+        return Transcription(language="", text=raw.strip() if complete else "")
+    language = meta.strip().removeprefix("language").strip()
+    if language.lower() == "none":
+        return Transcription(language="", text="")
+    return Transcription(language=language, text=text.strip())

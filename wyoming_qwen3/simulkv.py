@@ -1,67 +1,304 @@
-"""The simulkv backend: Qwen3-ASR on torch + transformers + qwen-asr.
+"""The simulkv backend: Qwen3-ASR with the AlignAtt SimulStreaming policy.
 
-This first version re-transcribes the utterance greedily each time a second of
-new audio has arrived and commits words by local agreement; the AlignAtt policy
-with KV-cache reuse replaces that step without changing the interface.
+Each step (every ``step_seconds`` of new audio) decodes greedily from what is
+already committed and emits tokens while the alignment heads show the model
+reading audio well before the end of the buffer; a token that looks at the
+last ``border_seconds`` waits for more audio. Emitted tokens are final.
+
+The decoder sequence is ``prefix | audio | suffix | committed text | new``.
+Its KV cache is kept across steps and cropped, not rebuilt: the prompt prefix
+is computed once per session, and the audio tokens of encoder windows whose
+features did not change keep their KV; only the audio tail, the prompt
+suffix, the committed text and the new tokens are prefilled again.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
+import torch
+from transformers import DynamicCache
 
+from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, use_recording_attention
+from .audio_cache import AudioWindowCache
 from .backend import Backend, FinalWords, SessionOptions, StreamingSession
-from .local_agreement import LocalAgreement
-from .qwen import SAMPLE_RATE, QwenAsrModel
+from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, QwenAsrModel, parse_output
 
 _LOGGER = logging.getLogger(__name__)
+
+#: Hop of the mel frontend: one frame per 10 ms.
+_SAMPLES_PER_FRAME = 160
+
+
+@dataclass(frozen=True)
+class SimulKvSettings:
+    """How sessions stream; the defaults are the server's."""
+
+    policy: AlignmentPolicy = AlignmentPolicy()
+    #: A step runs once this much new audio has arrived.
+    step_seconds: float = 0.5
+    #: Longest buffer; beyond it whole encoder windows are cut from the front.
+    audio_max_seconds: float = 30.0
+    #: Reuse the KV and encoder caches (off only for the benchmark's baseline).
+    reuse: bool = True
+    #: Benchmark only: decode exactly this many tokens each step, ignoring the policy.
+    fixed_tokens_per_step: int | None = None
+
+
+@dataclass(frozen=True)
+class TimedWord:
+    """A committed word and where its tokens looked in the audio (seconds from the start)."""
+
+    text: str
+    start: float
+    end: float
 
 
 class SimulKvBackend(Backend):
     """Sessions over one loaded Qwen3-ASR model."""
 
-    def __init__(self, model: QwenAsrModel, step_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        model: QwenAsrModel,
+        heads: AlignmentHeads | None = None,
+        settings: SimulKvSettings | None = None,
+    ) -> None:
         super().__init__("simulkv")
         self.model = model
-        self.step_samples = int(step_seconds * SAMPLE_RATE)
+        text_config = model.thinker.config.text_config
+        self.heads = heads or AlignmentHeads.default(text_config.num_hidden_layers, text_config.num_attention_heads)
+        self.settings = settings or SimulKvSettings()
+        use_recording_attention(text_config)
 
     @property
     def supported_languages(self) -> list[str]:
         return self.model.supported_languages
 
     def create_session(self, options: SessionOptions) -> SimulKvSession:
-        return SimulKvSession(self, options)
+        return SimulKvSession(self.model, self.heads, self.settings, options)
 
 
 class SimulKvSession(StreamingSession):
-    """One utterance: a growing buffer and the words agreed on so far."""
+    """One utterance: its audio buffer, caches and committed tokens."""
 
-    def __init__(self, backend: SimulKvBackend, options: SessionOptions) -> None:
-        self._model = backend.model
-        self._step_samples = backend.step_samples
+    def __init__(
+        self, model: QwenAsrModel, heads: AlignmentHeads, settings: SimulKvSettings, options: SessionOptions
+    ) -> None:
+        self._model = model
+        self._settings = settings
         self._options = options
-        self._chunks: list[np.ndarray] = []
-        self._samples = 0
-        self._samples_at_last_step = 0
-        self._agreement = LocalAgreement()
-        self._language = options.language or ""
+        self._heads_by_layer = heads.by_layer
+        self._policy = settings.policy
+        prompt = model.prompt_ids(options.context, options.language)
+        self._prefix_len = len(prompt.prefix)
+        self._prefix_embeds = model.embed_tokens(prompt.prefix)
+        self._suffix_embeds = model.embed_tokens(prompt.suffix)
+        self._buffer = np.zeros(0, dtype=np.float32)
+        self._unheard = 0
+        #: Seconds of audio cut from the front of the buffer.
+        self.offset_seconds = 0.0
+        self._audio_cache = AudioWindowCache(enabled=settings.reuse)
+        self._cache = DynamicCache()
+        #: Audio tokens (after the prefix) whose KV in the cache is still valid.
+        self._cached_audio_tokens = 0
+        self._prefill_prefix()
+        #: Every committed token, and the audio time (s) each one looked at.
+        self._committed: list[int] = []
+        self._times: list[float] = []
+        #: Tokens fed back as the answer so far (committed, minus text of trimmed audio).
+        self._context: list[int] = []
+        self._emitted_words = 0
+        self.steps = 0
 
-    def _hypothesis(self) -> list[str]:
-        audio = np.concatenate(self._chunks) if self._chunks else np.zeros(0, dtype=np.float32)
-        result = self._model.transcribe(audio, self._options.context, self._options.language)
-        self._language = result.language or self._language
-        return result.text.split()
+    # -- caches ---------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _prefill_prefix(self) -> None:
+        self._cache = DynamicCache()
+        self._model.forward(self._prefix_embeds, 0, self._cache)
+        self._cached_audio_tokens = 0
+
+    def _crop(self, audio_tokens: int) -> None:
+        keep = min(audio_tokens, self._cached_audio_tokens)
+        self._cache.crop(self._prefix_len + keep)
+        self._cached_audio_tokens = keep
+
+    # -- streaming ------------------------------------------------------------
 
     def feed(self, audio: np.ndarray) -> list[str]:
-        self._chunks.append(audio)
-        self._samples += audio.shape[0]
-        if self._samples - self._samples_at_last_step < self._step_samples:
+        self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
+        self._unheard += audio.shape[0]
+        if self._unheard < self._settings.step_seconds * SAMPLE_RATE:
             return []
-        self._samples_at_last_step = self._samples
-        return self._agreement.update(self._hypothesis())
+        self._trim_if_needed()
+        self._step(final=False)
+        return self._new_words(final=False)
 
     def finish(self) -> FinalWords:
-        if self._samples == 0:
-            return FinalWords(words=[], language=self._language)
-        return FinalWords(words=self._agreement.flush(self._hypothesis()), language=self._language)
+        if self._buffer.shape[0] > 0:
+            self._step(final=True)
+        words = self._new_words(final=True)
+        return FinalWords(words=words, language=self.language)
+
+    @dataclass
+    class Prefill:
+        """The state after prefilling one step: the logits of the next token and where to go on."""
+
+        logits: torch.Tensor
+        recorder: AttentionRecorder
+        position: int
+        audio_tokens: int
+
+    @torch.inference_mode()
+    def prefill(self) -> SimulKvSession.Prefill:
+        """Bring the KV cache up to date with the buffer and the committed text.
+
+        Only what changed is computed: the cache is cropped to the prompt
+        prefix plus the audio tokens of unchanged leading windows, and the rest
+        (audio tail, prompt suffix, committed text) is prefilled onto it.
+        """
+        model = self._model
+        encoded = self._audio_cache.encode(model, model.features(self._buffer))
+        audio = encoded.embeddings.to(model.dtype)
+        self._crop(encoded.stable_tokens)
+        start = self._prefix_len + self._cached_audio_tokens
+        parts = [audio[self._cached_audio_tokens :].unsqueeze(0), self._suffix_embeds]
+        if self._context:
+            parts.append(model.embed_tokens(self._context))
+        if not self._settings.reuse:
+            parts.insert(0, self._prefix_embeds)
+            self._cache.crop(0)
+            start = 0
+        recorder = AttentionRecorder(self._heads_by_layer)
+        prefill = torch.cat(parts, dim=1)
+        logits = model.forward(prefill, start, self._cache, alignment_recorder=recorder).logits
+        self._cached_audio_tokens = audio.shape[0]
+        return SimulKvSession.Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])
+
+    @torch.inference_mode()
+    def _step(self, final: bool) -> None:
+        self._unheard = 0
+        self.steps += 1
+        model = self._model
+        state = self.prefill()
+        logits, recorder, position, audio_tokens = state.logits, state.recorder, state.position, state.audio_tokens
+        audio_span = (self._prefix_len, self._prefix_len + audio_tokens)
+        budget = self._token_budget(final)
+        previous = self._last_attended_token()
+        new_tokens: list[int] = []
+        new_times: list[float] = []
+        fixed = self._settings.fixed_tokens_per_step
+        for _ in range(budget if fixed is None else fixed):
+            token = int(logits[0, -1].argmax())
+            attended = self._policy.attended_token(recorder.audio_attention(*audio_span))
+            if fixed is None:
+                if token in model.token_ids.eos:
+                    break
+                if not final and self._policy.jumped_back(attended, previous):
+                    _LOGGER.debug("Rewind: attention jumped from token %s to %s", previous, attended)
+                    new_tokens, new_times = [], []
+                    break
+                if not final and self._policy.at_border(attended, audio_tokens):
+                    break
+            new_tokens.append(token)
+            new_times.append(self.offset_seconds + attended / self._policy.tokens_per_second)
+            previous = attended
+            recorder = AttentionRecorder(self._heads_by_layer)
+            logits = model.forward(
+                model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder
+            ).logits
+            position += 1
+        self._committed += new_tokens
+        self._context += new_tokens
+        self._times += new_times
+
+    def _token_budget(self, final: bool) -> int:
+        total = self._model.max_new_tokens(self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE)
+        return max(0, total - len(self._committed))
+
+    def _last_attended_token(self) -> int | None:
+        if not self._times:
+            return None
+        return round((self._times[-1] - self.offset_seconds) * self._policy.tokens_per_second)
+
+    def _trim_if_needed(self) -> None:
+        """Cut whole encoder windows from the front once the buffer is too long."""
+        window_samples = self._model.window_frames * _SAMPLES_PER_FRAME
+        excess = self._buffer.shape[0] - int(self._settings.audio_max_seconds * SAMPLE_RATE)
+        if excess <= 0:
+            return
+        windows = -(-excess // window_samples)
+        windows = min(windows, self._buffer.shape[0] // window_samples)
+        if windows == 0:
+            return
+        self._buffer = self._buffer[windows * window_samples :]
+        self.offset_seconds += windows * window_samples / SAMPLE_RATE
+        self._audio_cache.drop_front(windows)
+        # Every audio position moved: only the prompt prefix keeps its KV.
+        self._cached_audio_tokens = 0
+        self._cache.crop(self._prefix_len)
+        # The answer fed back keeps its language preamble and the text whose audio remains.
+        preamble = self._preamble_length()
+        self._context = self._committed[:preamble] + [
+            token
+            for token, time in zip(self._committed[preamble:], self._times[preamble:], strict=True)
+            if time >= self.offset_seconds
+        ]
+        _LOGGER.debug("Trimmed %s window(s); buffer starts at %.2f s", windows, self.offset_seconds)
+
+    # -- text -----------------------------------------------------------------
+
+    def _preamble_length(self) -> int:
+        """Committed tokens before the transcript text (``language X<asr_text>``)."""
+        if self._options.language:
+            return 0
+        tokenizer = self._model.tokenizer
+        for index in range(len(self._committed)):
+            if ASR_TEXT_TAG in tokenizer.decode(self._committed[: index + 1]):
+                return index + 1
+        return len(self._committed)
+
+    def _text(self, final: bool) -> str:
+        return parse_output(self._model.decode_text(self._committed), self._options.language, final).text
+
+    @property
+    def language(self) -> str:
+        if self._options.language:
+            return self._options.language
+        return parse_output(self._model.decode_text(self._committed), None).language
+
+    def _new_words(self, final: bool) -> list[str]:
+        words = self._text(final).split()
+        if not final:
+            words = words[:-1]  # the last word may still grow: " kit" -> " kitchen"
+        new = words[self._emitted_words :]
+        self._emitted_words = max(self._emitted_words, len(words))
+        return new
+
+    @property
+    def word_times(self) -> list[TimedWord]:
+        """Committed words with the audio times their tokens attended, monotonic."""
+        preamble = self._preamble_length()
+        tokenizer = self._model.tokenizer
+        words: list[TimedWord] = []
+        latest = 0.0
+        current: list[int] = []
+        times: list[float] = []
+        for token, time in zip(self._committed[preamble:], self._times[preamble:], strict=True):
+            piece = tokenizer.decode([token])
+            if piece.startswith(" ") and current:
+                words.append(self._timed(tokenizer.decode(current), times, latest))
+                latest = words[-1].end
+                current, times = [], []
+            current.append(token)
+            times.append(time)
+        if current:
+            words.append(self._timed(tokenizer.decode(current), times, latest))
+        return [w for w in words if w.text]
+
+    @staticmethod
+    def _timed(text: str, times: list[float], latest: float) -> TimedWord:
+        start = max(times[0], latest)
+        return TimedWord(text.strip(), start, max(start, times[-1]))

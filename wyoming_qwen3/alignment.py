@@ -1,0 +1,135 @@
+"""AlignAtt: where in the audio each new token looks, and whether to emit it.
+
+Alignment heads are (layer, head) pairs of the text decoder whose attention
+from a new token onto the audio tokens tracks the time of the word being
+written. While decoding, the query of the newest position is read against the
+cached keys of every position (the decoder's own attention, recomputed for
+those heads only), and the audio span of it is kept. The median of the heads'
+most-attended audio token is where the model "is" in the audio.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+#: The heads file a model folder may carry.
+ALIGNMENT_HEADS_FILE = "alignment_heads.json"
+#: Name under which the recording attention is registered with transformers.
+ATTENTION_NAME = "alignatt_sdpa"
+
+
+@dataclass(frozen=True)
+class AlignmentHeads:
+    """The decoder heads read for alignment, by layer."""
+
+    heads: tuple[tuple[int, int], ...]
+
+    @property
+    def by_layer(self) -> dict[int, list[int]]:
+        layers: dict[int, list[int]] = {}
+        for layer, head in self.heads:
+            layers.setdefault(layer, []).append(head)
+        return layers
+
+    @classmethod
+    def load(cls, path: Path) -> AlignmentHeads:
+        """Read ``{"alignment_heads_compact": [[layer, head], ...]}``."""
+        data = json.loads(path.read_text(encoding="utf-8"))
+        pairs = data.get("alignment_heads_compact") if isinstance(data, dict) else None
+        if not pairs or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+            raise ValueError(f"{path}: expected {{'alignment_heads_compact': [[layer, head], ...]}}")
+        return cls(tuple((int(layer), int(head)) for layer, head in pairs))
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps({"alignment_heads_compact": [list(p) for p in self.heads]}) + "\n", encoding="utf-8")
+
+    @classmethod
+    def default(cls, num_layers: int, num_heads: int) -> AlignmentHeads:
+        """Without a heads file: every head of the upper half of the decoder layers.
+
+        Alignment concentrates in the upper layers (as in Whisper's published
+        heads); the median over many heads is robust to the ones that do not align.
+        """
+        return cls(tuple((layer, head) for layer in range(num_layers // 2, num_layers) for head in range(num_heads)))
+
+
+@dataclass
+class AttentionRecorder:
+    """Collects, for one forward pass, the last query row's attention of the alignment heads."""
+
+    heads_by_layer: dict[int, list[int]]
+    #: layer -> [heads, keys] attention weights of the newest position.
+    rows: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def audio_attention(self, start: int, stop: int) -> torch.Tensor:
+        """[alignment heads, audio tokens] attention of the newest position onto positions start..stop."""
+        return torch.cat([self.rows[layer][:, start:stop] for layer in sorted(self.rows)], dim=0)
+
+
+def _recording_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    alignment_recorder: AttentionRecorder | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, Any]:
+    """SDPA attention that also records alignment heads' weights when asked to."""
+    if alignment_recorder is not None:
+        heads = alignment_recorder.heads_by_layer.get(module.layer_idx)
+        if heads:
+            groups = module.num_key_value_groups
+            q = query[0, heads, -1:, :].float()  # [heads, 1, dim]
+            k = key[0, [h // groups for h in heads]].float()  # [heads, keys, dim]
+            # The newest position sees every key, so no mask applies to its row.
+            scores = torch.matmul(q, k.transpose(1, 2))[:, 0, :] * module.scaling
+            alignment_recorder.rows[module.layer_idx] = torch.softmax(scores, dim=-1)
+    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+
+AttentionInterface.register(ATTENTION_NAME, _recording_attention)
+# The same causal masks as SDPA: without this, transformers builds no mask for
+# an unknown implementation, and a prefill onto a non-empty cache attends
+# top-left-aligned (measured: logits off by 0.5 on the tiny model).
+AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
+
+
+def use_recording_attention(text_config: Any) -> None:
+    """Route the text decoder's attention through the recording SDPA function."""
+    text_config._attn_implementation = ATTENTION_NAME
+
+
+@dataclass(frozen=True)
+class AlignmentPolicy:
+    """When a token may be emitted, in absolute audio time.
+
+    Thresholds are in seconds, not fractions of the buffer: "0.5 s from the
+    end" means the same at 2 s and at 20 s of buffered audio, which is what
+    worked best in the SimulStreaming reference.
+    """
+
+    #: A token whose attention lands within this much of the buffer's end waits for more audio.
+    border_seconds: float = 0.5
+    #: Attention jumping back by more than this means the model lost its place:
+    #: the step's tokens are discarded (rewind), as in the SimulStreaming reference.
+    rewind_seconds: float = 2.0
+    tokens_per_second: float = 13.0
+
+    def attended_token(self, attention: torch.Tensor) -> int:
+        """The median over heads of each head's most-attended audio token."""
+        return int(attention.argmax(dim=-1).median())
+
+    def at_border(self, attended: int, audio_tokens: int) -> bool:
+        return audio_tokens - attended <= self.border_seconds * self.tokens_per_second
+
+    def jumped_back(self, attended: int, previous: int | None) -> bool:
+        return previous is not None and previous - attended > self.rewind_seconds * self.tokens_per_second
