@@ -110,7 +110,20 @@ class SimulKvSession(StreamingSession):
         #: Tokens fed back as the answer so far (committed, minus text of trimmed audio).
         self._context: list[int] = []
         self._emitted_words = 0
+        #: Statistics for tests and the benchmark.
         self.steps = 0
+        self.last_reused_tokens = 0
+        self.last_prefilled_tokens = 0
+
+    @property
+    def buffer(self) -> np.ndarray:
+        """The audio buffered now (after any trim)."""
+        return self._buffer
+
+    @property
+    def context_ids(self) -> list[int]:
+        """The answer tokens fed back after the prompt suffix."""
+        return list(self._context)
 
     # -- caches ---------------------------------------------------------------
 
@@ -167,12 +180,14 @@ class SimulKvSession(StreamingSession):
         parts = [audio[self._cached_audio_tokens :].unsqueeze(0), self._suffix_embeds]
         if self._context:
             parts.append(model.embed_tokens(self._context))
-        if not self._settings.reuse:
+        if not self._settings.reuse:  # the benchmark's baseline recomputes everything
             parts.insert(0, self._prefix_embeds)
             self._cache.crop(0)
             start = 0
         recorder = AttentionRecorder(self._heads_by_layer)
         prefill = torch.cat(parts, dim=1)
+        self.last_reused_tokens = start
+        self.last_prefilled_tokens = prefill.shape[1]
         logits = model.forward(prefill, start, self._cache, alignment_recorder=recorder).logits
         self._cached_audio_tokens = audio.shape[0]
         return SimulKvSession.Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])

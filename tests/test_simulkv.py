@@ -1,0 +1,210 @@
+"""The simulkv processor on the tiny models: cache reuse is exact, the policy holds and flushes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import DynamicCache
+
+from wyoming_qwen3 import simulkv
+from wyoming_qwen3.alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder
+from wyoming_qwen3.backend import SessionOptions
+from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
+from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings
+
+from .conftest import SCRIPT_TEXT
+
+HOLD_ALL = AlignmentPolicy(border_seconds=1e9)  # nothing is emitted before finish
+EMIT_ALL = AlignmentPolicy(border_seconds=0.0, rewind_seconds=1e9)  # everything is emitted at once
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model: Path) -> QwenAsrModel:
+    return QwenAsrModel.load(tiny_model, "cpu")
+
+
+@pytest.fixture(scope="module")
+def scripted(scripted_model: Path) -> QwenAsrModel:
+    return QwenAsrModel.load(scripted_model, "cpu")
+
+
+def noise(seconds: float, seed: int = 0) -> np.ndarray:
+    """Noise whose loudness and pitch change every 0.25 s, so that every window sounds different."""
+    random = np.random.RandomState(seed)
+    samples = int(seconds * SAMPLE_RATE)
+    t = np.arange(samples) / SAMPLE_RATE
+    pieces = random.uniform(0.02, 0.3, size=int(seconds * 4) + 1)[(t * 4).astype(int)]
+    tone = np.sin(2 * np.pi * random.uniform(200, 3000, size=pieces.shape[0])[(t * 4).astype(int)] * t)
+    return ((random.randn(samples) * 0.2 + tone) * pieces).astype(np.float32)
+
+
+def session(model: QwenAsrModel, policy: AlignmentPolicy, language: str | None = "English", **kw) -> SimulKvSession:
+    backend = SimulKvBackend(model, settings=SimulKvSettings(policy=policy, **kw))
+    return backend.create_session(SessionOptions(language=language))
+
+
+def full_recompute_logits(model: QwenAsrModel, s: SimulKvSession, language: str | None) -> torch.Tensor:
+    """Logits of the next token from scratch: a fresh cache, the whole sequence at once."""
+    prompt = model.prompt_ids("", language)
+    parts = [model.embed_tokens(prompt.prefix), model.audio_embeddings(s.buffer).unsqueeze(0)]
+    parts.append(model.embed_tokens(prompt.suffix))
+    if s.context_ids:
+        parts.append(model.embed_tokens(s.context_ids))
+    with torch.inference_mode():
+        return model.forward(torch.cat(parts, dim=1), 0, DynamicCache()).logits[0, -1]
+
+
+def test_windowed_encoding_equals_the_block_masked_encoder(tiny: QwenAsrModel) -> None:
+    """Window-by-window encoding is what flash_attention_2's windows compute: check it with the block mask."""
+    audio = noise(5.0)
+    features = tiny.features(audio)
+    tower = tiny.thinker.audio_tower
+    lengths = torch.tensor([features.shape[1]])
+    with torch.inference_mode():
+        unmasked = tower(features, feature_lens=lengths).last_hidden_state
+        originals = [layer.forward for layer in tower.layers]
+        try:
+            for layer, original in zip(tower.layers, originals, strict=True):
+                layer.forward = lambda h, cu, _f=original, **kw: _f(
+                    h, cu, attention_mask=tower._prepare_attention_mask(h, cu)
+                )
+            masked = tower(features, feature_lens=lengths).last_hidden_state
+        finally:
+            for layer, original in zip(tower.layers, originals, strict=True):
+                layer.forward = original
+        windowed = tiny.audio_embeddings(audio)
+    assert windowed.shape == masked.shape == (65, 64)  # 5 s at 13 tokens/s
+    scale = float(masked.abs().max())
+    windowed_error = float((windowed - masked).abs().max())
+    unmasked_error = float((unmasked - masked).abs().max())
+    assert windowed_error < 1e-5 * scale
+    # Without the mask, SDPA attends across windows: a real difference, not rounding.
+    assert unmasked_error > 1e-3 * scale and unmasked_error > 100 * windowed_error
+
+
+def test_incremental_prefill_equals_full_recompute_across_window_boundaries(tiny: QwenAsrModel) -> None:
+    s = session(tiny, EMIT_ALL)  # tokens are committed, so the committed text is part of the prefill
+    audio = noise(5.0, seed=1)
+    reused = []
+    for end in np.arange(0.5, 5.01, 0.5):
+        s.feed(audio[int((end - 0.5) * SAMPLE_RATE) : int(end * SAMPLE_RATE)])
+        state = s.prefill()
+        reused.append(s.last_reused_tokens)
+        expected = full_recompute_logits(tiny, s, "English")
+        assert torch.allclose(state.logits[0, -1], expected, atol=1e-4), f"at {end} s"
+    assert s.context_ids, "the policy should have committed tokens"
+    # After the 2 s and 4 s window boundaries the first windows' KV is reused, not recomputed.
+    assert max(reused) >= len(tiny.prompt_ids("", "English").prefix) + 2 * 26
+
+
+def test_incremental_prefill_equals_full_recompute_across_a_trim(tiny: QwenAsrModel) -> None:
+    s = session(tiny, EMIT_ALL, audio_max_seconds=4.0)
+    audio = noise(9.0, seed=2)
+    for start in range(0, audio.shape[0], SAMPLE_RATE // 2):
+        s.feed(audio[start : start + SAMPLE_RATE // 2])
+    assert s.offset_seconds == pytest.approx(6.0)  # three 2 s windows cut from the front
+    assert s.buffer.shape[0] / SAMPLE_RATE <= 4.0
+    state = s.prefill()
+    assert torch.allclose(state.logits[0, -1], full_recompute_logits(tiny, s, "English"), atol=1e-4)
+
+
+def test_stream_with_a_holding_border_ends_as_the_offline_transcription(tiny: QwenAsrModel) -> None:
+    audio = noise(5.0, seed=3)
+    s = session(tiny, HOLD_ALL)
+    words = [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])]
+    assert words == []
+    final = s.finish()
+    assert " ".join(final.words) == tiny.transcribe(audio, language="English").text
+    assert s.steps == 11  # ten half-second steps and the final one
+
+
+def test_border_zero_on_the_whole_audio_is_the_offline_transcription(tiny: QwenAsrModel) -> None:
+    audio = noise(3.0, seed=4)
+    s = session(tiny, AlignmentPolicy(border_seconds=0.0), step_seconds=0.5)
+    words = s.feed(audio) + s.finish().words
+    assert " ".join(words) == tiny.transcribe(audio, language="English").text
+
+
+class PinnedAttention(AttentionRecorder):
+    """Hand-made alignment: every head looks at one audio token (``-1``: the last)."""
+
+    target = 0
+
+    def audio_attention(self, start: int, stop: int) -> torch.Tensor:
+        attention = torch.zeros(2, stop - start)
+        attention[:, self.target] = 1.0
+        return attention
+
+
+def test_a_token_looking_at_the_audio_end_is_held_back_and_flushed_by_finish(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", -1)
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
+    audio = noise(4.0)
+    assert [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])] == []
+    final = s.finish()
+    assert " ".join(final.words) == SCRIPT_TEXT
+    assert final.language == "English"
+
+
+def test_a_token_looking_well_before_the_end_is_emitted_while_streaming(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", 0)
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
+    audio = noise(2.0)
+    streamed = [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])]
+    # Everything but the last word (which might still grow) is out before finish.
+    assert streamed == SCRIPT_TEXT.split()[:-1]
+    assert s.finish().words == SCRIPT_TEXT.split()[-1:]
+
+
+def test_attention_jumping_back_discards_the_steps_tokens(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5, rewind_seconds=1.0), language=None)
+    monkeypatch.setattr(PinnedAttention, "target", 30)  # 2.3 s into the audio
+    s.feed(noise(3.0))
+    committed = list(s.context_ids)
+    assert committed
+    monkeypatch.setattr(PinnedAttention, "target", 0)  # jumps back 2.3 s > 1 s: rewind
+    s.feed(noise(0.5, seed=9))
+    assert s.context_ids == committed
+
+
+def test_word_times_are_monotonic(scripted) -> None:
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
+    audio = noise(4.0)
+    for start in range(0, audio.shape[0], 8000):
+        s.feed(audio[start : start + 8000])
+    s.finish()
+    times = s.word_times
+    assert [w.text for w in times] == SCRIPT_TEXT.split()
+    assert all(a.end <= b.start for a, b in zip(times, times[1:], strict=False))
+    assert all(0 <= w.start <= w.end <= 4.0 for w in times)
+
+
+def test_word_times_continue_across_trims(tiny) -> None:
+    s = session(tiny, EMIT_ALL, audio_max_seconds=4.0)
+    audio = noise(9.0, seed=5)
+    for start in range(0, audio.shape[0], 8000):
+        s.feed(audio[start : start + 8000])
+    s.finish()
+    times = s.word_times
+    assert s.offset_seconds == pytest.approx(6.0)
+    assert all(a.end <= b.start for a, b in zip(times, times[1:], strict=False))
+    # Tokens written after the cut look at the remaining audio: their times include the offset.
+    assert s.offset_seconds <= times[-1].end <= 9.0
+
+
+def test_alignment_heads_file_round_trip(tmp_path: Path) -> None:
+    heads = AlignmentHeads(((1, 0), (1, 3), (0, 2)))
+    path = tmp_path / "heads.json"
+    heads.save(path)
+    assert AlignmentHeads.load(path) == heads
+    assert heads.by_layer == {1: [0, 3], 0: [2]}
+    path.write_text('{"something": 1}')
+    with pytest.raises(ValueError, match="alignment_heads_compact"):
+        AlignmentHeads.load(path)
+    assert AlignmentHeads.default(4, 2).heads == ((2, 0), (2, 1), (3, 0), (3, 1))
