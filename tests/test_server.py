@@ -46,7 +46,8 @@ def test_transcript_matches_offline_greedy_transcription(tiny_server, tiny_model
     samples = np.frombuffer(utterance.audio, dtype="<i2").astype(np.float32) / 32768.0
     expected = QwenAsrModel.load(tiny_model, "cpu").transcribe(samples, language="English")
     assert expected.text, "the random model wrote nothing; pick another sentence"
-    assert result.transcript.data["text"] == expected.text
+    # The server sends words: whitespace runs (the random model writes odd ones) become one space.
+    assert result.transcript.data["text"] == " ".join(expected.text.split())
     assert result.transcript.data["language"] == "en"
 
 

@@ -208,3 +208,12 @@ def test_alignment_heads_file_round_trip(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="alignment_heads_compact"):
         AlignmentHeads.load(path)
     assert AlignmentHeads.default(4, 2).heads == ((2, 0), (2, 1), (3, 0), (3, 1))
+
+
+def test_names_and_terms_go_into_the_system_prompt_and_language_after_the_generation_prompt(tiny) -> None:
+    prompt = tiny.prompt_ids("Ecobee, office lamp", "English")
+    prefix = tiny.tokenizer.decode(prompt.prefix)
+    suffix = tiny.tokenizer.decode(prompt.suffix)
+    assert prefix == "<|im_start|>system\nEcobee, office lamp<|im_end|>\n<|im_start|>user\n<|audio_start|>"
+    assert suffix == "<|audio_end|><|im_end|>\n<|im_start|>assistant\nlanguage English<asr_text>"
+    assert tiny.tokenizer.decode(tiny.prompt_ids("", None).suffix).endswith("assistant\n")

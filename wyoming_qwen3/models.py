@@ -24,6 +24,8 @@ class CatalogueModel:
     name: str
     description: str
     url: str
+    #: A folder shipped inside this package instead of a hub download.
+    bundled: str | None = None
 
 
 CATALOGUE: dict[str, CatalogueModel] = {
@@ -38,6 +40,13 @@ CATALOGUE: dict[str, CatalogueModel] = {
             name="Qwen/Qwen3-ASR-1.7B",
             description="Qwen3-ASR 1.7B: most accurate, 30 languages",
             url="https://huggingface.co/Qwen/Qwen3-ASR-1.7B",
+        ),
+        CatalogueModel(
+            name="demo",
+            description="Offline demo: a tiny Qwen3-ASR trained on espeak-ng Home Assistant commands "
+            "(closed vocabulary, English; a test model, not for real use)",
+            url="https://github.com/QwenLM/Qwen3-ASR",
+            bundled="demo",
         ),
     )
 }
@@ -84,6 +93,14 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
         raise ModelNotFoundError(
             f"Unknown model '{model}': use one of {known}, or the path of a local Qwen3-ASR folder"
         )
+
+    if entry.bundled is not None:
+        folder = Path(__file__).parent / entry.bundled
+        if not (folder / "config.json").is_file():
+            raise ModelNotFoundError(
+                f"The {entry.name} model is not in this installation: script/make-demo-model makes it"
+            )
+        return ResolvedModel(entry.name, folder, entry.description, entry.url)
 
     for data_dir in [*data_dirs, download_dir]:
         candidate = data_dir / _local_folder_name(entry.name)

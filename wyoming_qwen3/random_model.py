@@ -133,7 +133,7 @@ SHAPES: dict[str, ModelShape] = {
 }
 
 
-def build_tokenizer(vocab_size: int) -> Any:
+def build_tokenizer(vocab_size: int, corpus: list[str] | None = None) -> Any:
     """Train a small byte-level BPE tokenizer that keeps the real special tokens."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import Qwen2TokenizerFast
@@ -147,7 +147,7 @@ def build_tokenizer(vocab_size: int) -> Any:
         special_tokens=SPECIAL_TOKENS,
         show_progress=False,
     )
-    backend.train_from_iterator(_TOKENIZER_CORPUS.split("\n"), trainer=trainer)
+    backend.train_from_iterator(corpus or _TOKENIZER_CORPUS.split("\n"), trainer=trainer)
     backend.add_tokens([AddedToken(ASR_TEXT_TOKEN, special=False, normalized=False)])
 
     return Qwen2TokenizerFast(
@@ -218,18 +218,34 @@ def script_decoder(model: Any, tokenizer: Any, text: str) -> None:
 
 def build_random_model(out_dir: Path, shape_name: str = "tiny", seed: int = 0, script: str | None = None) -> Path:
     """Write a loadable random-weight Qwen3-ASR model folder to ``out_dir``."""
-    import torch
-    from qwen_asr.core.transformers_backend import (
-        Qwen3ASRConfig,
-        Qwen3ASRForConditionalGeneration,
-        Qwen3ASRProcessor,
+    model, processor = create_random_model(shape_name, seed, script)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    processor.save_pretrained(out_dir)
+    (out_dir / "random_model.json").write_text(
+        json.dumps({"shape": shape_name, "seed": seed, "script": script}, indent=2) + "\n", encoding="utf-8"
     )
-    from transformers import WhisperFeatureExtractor
+    return out_dir
+
+
+def create_random_model(shape_name: str = "tiny", seed: int = 0, script: str | None = None) -> tuple[Any, Any]:
+    """A random-weight model and its processor, in memory."""
+    import torch
 
     shape = SHAPES[shape_name]
     tokenizer = build_tokenizer(shape.vocab_size)
-    audio_pad_id = tokenizer.convert_tokens_to_ids("<|audio_pad|>")
-    eos_ids = [tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
+    torch.manual_seed(seed)
+    model = create_model(shape, tokenizer)
+    if shape_name == "tiny":
+        sharpen_audio_attention(model)
+    if script is not None:
+        script_decoder(model, tokenizer, script)
+    return model, create_processor(tokenizer)
+
+
+def create_model(shape: ModelShape, tokenizer: Any) -> Any:
+    """A Qwen3-ASR model of ``shape`` (random weights) for ``tokenizer``'s vocabulary."""
+    from qwen_asr.core.transformers_backend import Qwen3ASRConfig, Qwen3ASRForConditionalGeneration
 
     config = Qwen3ASRConfig(
         thinker_config={
@@ -259,33 +275,26 @@ def build_random_model(out_dir: Path, shape_name: str = "tiny", seed: int = 0, s
                     "type": "default",
                 },
             },
-            "audio_token_id": audio_pad_id,
+            "audio_token_id": tokenizer.convert_tokens_to_ids("<|audio_pad|>"),
             "audio_start_token_id": tokenizer.convert_tokens_to_ids("<|audio_start|>"),
         },
         support_languages=["English"],
     )
-    torch.manual_seed(seed)
     model = Qwen3ASRForConditionalGeneration(config).eval()
-    if shape_name == "tiny":
-        sharpen_audio_attention(model)
     # The checkpoint's own generation defaults point at the real vocabulary.
-    model.generation_config.eos_token_id = eos_ids
+    model.generation_config.eos_token_id = [tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    if script is not None:
-        script_decoder(model, tokenizer, script)
+    return model
 
-    processor = Qwen3ASRProcessor(
-        feature_extractor=WhisperFeatureExtractor(feature_size=128),
-        tokenizer=tokenizer,
-        chat_template=CHAT_TEMPLATE,
+
+def create_processor(tokenizer: Any) -> Any:
+    """The processor: Whisper's 128-bin features, the tokenizer, the chat template."""
+    from qwen_asr.core.transformers_backend import Qwen3ASRProcessor
+    from transformers import WhisperFeatureExtractor
+
+    return Qwen3ASRProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=tokenizer, chat_template=CHAT_TEMPLATE
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir, safe_serialization=True)
-    processor.save_pretrained(out_dir)
-    (out_dir / "random_model.json").write_text(
-        json.dumps({"shape": shape_name, "seed": seed, "script": script}, indent=2) + "\n", encoding="utf-8"
-    )
-    return out_dir
 
 
 def main() -> None:

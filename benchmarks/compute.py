@@ -1,0 +1,158 @@
+"""Compute of the simulkv backend against re-prefilling and against one offline pass.
+
+A random-weight model of Qwen3-ASR-0.6B's real shape (built in memory; the
+compute is the real model's, the words are not) transcribes espeak-ng speech
+of 5, 10, 20 and 30 s fed in 0.5 s chunks. Every step decodes a fixed number
+of tokens (the policy and end-of-sequence are ignored) so that all runs do the
+same decoding work and differ only in what they prefill:
+
+- ``simulkv``: the backend as served, reusing the KV cache and encoder windows;
+- ``reprefill``: the same steps, recomputing the encoder and the whole prompt each step;
+- ``offline``: one pass over the whole utterance, decoding as many tokens as the stream did.
+
+Usage: script/benchmark compute [--seconds 5 10 20 30] [--tokens-per-step 2] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import wave
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from wyoming_qwen3.alignment import AlignmentPolicy
+from wyoming_qwen3.backend import SessionOptions
+from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
+from wyoming_qwen3.random_model import create_random_model
+from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSettings
+
+TEXT = (
+    "turn on the kitchen lights and set the living room to twenty one degrees, then close the blinds in "
+    "the office, start the vacuum in the hall, lock the front door, and tell me the weather for tomorrow "
+    "morning because I want to know whether to take an umbrella to work. "
+)
+
+
+def speech(seconds: float) -> np.ndarray:
+    """espeak-ng speech at 16 kHz, repeated and cut to exactly ``seconds``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "speech.wav"
+        raw = subprocess.run(["espeak-ng", "--stdout", TEXT * 3], check=True, capture_output=True).stdout
+        subprocess.run(
+            ["sox", "-t", "wav", "-", "-r", "16000", "-c", "1", "-t", "wavpcm", str(path)], input=raw, check=True
+        )
+        with wave.open(str(path), "rb") as wav:
+            audio = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
+    samples = int(seconds * SAMPLE_RATE)
+    return np.resize(audio, samples)
+
+
+@dataclass
+class Run:
+    variant: str
+    seconds: float
+    steps: int
+    total_s: float
+    step_times_s: list[float]
+    tokens: int
+
+    @property
+    def early_step_s(self) -> float:
+        quarter = max(1, len(self.step_times_s) // 4)
+        return statistics.median(self.step_times_s[:quarter])
+
+    @property
+    def late_step_s(self) -> float:
+        quarter = max(1, len(self.step_times_s) // 4)
+        return statistics.median(self.step_times_s[-quarter:])
+
+
+def stream(model: QwenAsrModel, audio: np.ndarray, reuse: bool, tokens_per_step: int, chunk: float) -> Run:
+    settings = SimulKvSettings(
+        policy=AlignmentPolicy(), step_seconds=chunk, reuse=reuse, fixed_tokens_per_step=tokens_per_step
+    )
+    session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
+    step = int(chunk * SAMPLE_RATE)
+    times = []
+    for start in range(0, audio.shape[0], step):
+        began = time.perf_counter()
+        session.feed(audio[start : start + step])
+        times.append(time.perf_counter() - began)
+    began = time.perf_counter()
+    session.finish()
+    times.append(time.perf_counter() - began)
+    return Run(
+        "simulkv" if reuse else "reprefill",
+        audio.shape[0] / SAMPLE_RATE,
+        session.steps,
+        sum(times),
+        times,
+        len(session.context_ids),
+    )
+
+
+def offline(model: QwenAsrModel, audio: np.ndarray, tokens: int) -> Run:
+    # A step longer than the audio: feed() only buffers, and finish() is the one pass.
+    settings = SimulKvSettings(policy=AlignmentPolicy(), step_seconds=1e9, fixed_tokens_per_step=tokens)
+    session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
+    began = time.perf_counter()
+    session.feed(audio)
+    session.finish()
+    elapsed = time.perf_counter() - began
+    return Run("offline", audio.shape[0] / SAMPLE_RATE, 1, elapsed, [elapsed], len(session.context_ids))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, nargs="+", default=[5, 10, 20, 30])
+    parser.add_argument("--chunk", type=float, default=0.5, help="seconds of audio per step (default: 0.5)")
+    parser.add_argument("--tokens-per-step", type=int, default=2)
+    parser.add_argument("--shape", default="0.6b", help="random model shape (default: 0.6b)")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--json", type=Path, help="also write the runs as JSON")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    model, processor = create_random_model(args.shape)
+    qwen = QwenAsrModel(model.eval(), processor, torch.device("cpu"))
+    print(
+        f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk} s chunks, "
+        f"{args.tokens_per_step} tokens/step",
+        flush=True,
+    )
+    stream(qwen, speech(2.0), True, args.tokens_per_step, args.chunk)  # warm-up
+
+    runs: list[Run] = []
+    header = (
+        f"{'audio s':>7} {'steps':>5} {'simulkv s':>9} {'reprefill s':>11} {'offline s':>9} "
+        f"{'simulkv/offline':>15} {'reprefill/offline':>17} {'simulkv step early->late s':>27} "
+        f"{'reprefill step early->late s':>29}"
+    )
+    print(header, flush=True)
+    for seconds in args.seconds:
+        audio = speech(seconds)
+        fast = stream(qwen, audio, True, args.tokens_per_step, args.chunk)
+        slow = stream(qwen, audio, False, args.tokens_per_step, args.chunk)
+        single = offline(qwen, audio, fast.tokens)
+        runs += [fast, slow, single]
+        print(
+            f"{seconds:7.0f} {fast.steps:5d} {fast.total_s:9.2f} {slow.total_s:11.2f} {single.total_s:9.2f} "
+            f"{fast.total_s / single.total_s:15.2f} {slow.total_s / single.total_s:17.2f} "
+            f"{fast.early_step_s:13.3f} -> {fast.late_step_s:.3f} {slow.early_step_s:15.3f} -> {slow.late_step_s:.3f}",
+            flush=True,
+        )
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tools that make the project's own models (not part of the server or the tests)."""

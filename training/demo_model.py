@@ -1,0 +1,256 @@
+"""Train the demo model: a small Qwen3-ASR that understands Home Assistant commands.
+
+Speech is synthesized with espeak-ng (several accents, variants, speeds and
+pitches, with gain, noise and silence augmentation); a small model of the
+exact Qwen3-ASR architecture is trained on it on the CPU, evaluated on
+held-out word combinations spoken by held-out voices, and saved (float16)
+with its alignment heads and a card saying how it was made and how it did.
+
+Usage: script/make-demo-model [--minutes 40] [--out wyoming_qwen3/demo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from wyoming_qwen3.alignment_heads import find_heads, synthesize
+from wyoming_qwen3.qwen import QwenAsrModel
+from wyoming_qwen3.random_model import ModelShape, build_tokenizer, create_model, create_processor
+
+from .corpus import (
+    AREAS,
+    DEVICES,
+    HELDOUT_VOICES,
+    TEMPLATES,
+    TRAIN_ACCENTS,
+    TRAIN_VARIANTS,
+    augment,
+    commands,
+    speak,
+)
+
+DEMO_SHAPE = ModelShape(
+    audio_layers=4,
+    audio_heads=4,
+    audio_d_model=160,
+    audio_ffn=512,
+    audio_downsample=48,
+    n_window=50,
+    n_window_infer=800,
+    text_layers=3,
+    text_hidden=160,
+    text_intermediate=448,
+    text_heads=4,
+    text_kv_heads=2,
+    head_dim=40,
+    mrope_section=(8, 6, 6),
+    vocab_size=320,
+)
+
+
+@dataclass
+class Example:
+    features: torch.Tensor  # [128, frames]
+    text: str
+    voice: str
+
+
+def tokenizer_corpus() -> list[str]:
+    words = " ".join(TEMPLATES + AREAS + DEVICES).replace("{", " ").replace("}", " ")
+    numbers = "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty"
+    return [words, numbers, "language English", "sixty seventy eighty ninety degrees percent minutes"] * 4
+
+
+def synthesize_examples(processor, texts_voices, seed: int, augmented: bool) -> list[Example]:  # noqa: ANN001
+    rng = np.random.default_rng(seed)
+    settings = [(t, v, int(rng.integers(130, 200)), int(rng.integers(30, 70))) for t, v in texts_voices]
+
+    def one(item: tuple[str, str, int, int]) -> tuple[str, str, np.ndarray]:
+        text, voice, speed, pitch = item
+        return text, voice, speak(text, voice, speed, pitch)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        spoken = list(pool.map(one, settings))
+    examples = []
+    for text, voice, audio in spoken:
+        if augmented:
+            audio = augment(audio, rng)
+        features = processor.feature_extractor(
+            audio, sampling_rate=16000, return_tensors="pt", padding=True, truncation=False, return_attention_mask=True
+        )
+        frames = int(features["attention_mask"].sum())
+        examples.append(Example(features["input_features"][0, :, :frames].clone(), text, voice))
+    return examples
+
+
+class Trainer:
+    """Teacher-forced next-token training on prompt + audio + answer."""
+
+    def __init__(self, model, processor) -> None:  # noqa: ANN001
+        self.model = model
+        self.thinker = model.thinker
+        self.tokenizer = processor.tokenizer
+        self.processor = processor
+        self.qwen = QwenAsrModel(model, processor, torch.device("cpu"))
+        self.rng = random.Random(0)
+
+    def sample(self, example: Example) -> tuple[torch.Tensor, list[int], int]:
+        """Input embeddings, answer ids and where the answer starts."""
+        forced = self.rng.random() < 0.5
+        context = ", ".join(self.rng.sample(AREAS + DEVICES, 3)) if self.rng.random() < 0.3 else ""
+        prompt = self.qwen.prompt_ids(context, "English" if forced else None)
+        answer = ("" if forced else "language English<asr_text>") + example.text
+        answer_ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"] + [
+            self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        ]
+        audio = self.thinker.audio_tower(
+            self.spec_augment(example.features), feature_lens=torch.tensor([example.features.shape[1]])
+        ).last_hidden_state
+        embeds = torch.cat(
+            [self.qwen.embed_tokens(prompt.prefix)[0], audio, self.qwen.embed_tokens(prompt.suffix + answer_ids)[0]]
+        )
+        return embeds, answer_ids, len(prompt.prefix) + audio.shape[0] + len(prompt.suffix)
+
+    def spec_augment(self, features: torch.Tensor) -> torch.Tensor:
+        """Mask a random band of mel bins and of frames, differently every epoch."""
+        if self.rng.random() < 0.5:
+            return features
+        features = features.clone()
+        low = features.min()
+        width = self.rng.randrange(1, 16)
+        start = self.rng.randrange(0, features.shape[0] - width)
+        features[start : start + width] = low
+        frames = self.rng.randrange(1, 20)
+        begin = self.rng.randrange(0, max(1, features.shape[1] - frames))
+        features[:, begin : begin + frames] = low
+        return features
+
+    def loss(self, batch: list[Example]) -> torch.Tensor:
+        samples = [self.sample(e) for e in batch]
+        length = max(s[0].shape[0] for s in samples)
+        hidden = samples[0][0].shape[1]
+        embeds = torch.zeros(len(samples), length, hidden)
+        mask = torch.zeros(len(samples), length, dtype=torch.long)
+        labels = torch.full((len(samples), length), -100, dtype=torch.long)
+        for row, (e, answer, start) in enumerate(samples):
+            embeds[row, : e.shape[0]] = e
+            mask[row, : e.shape[0]] = 1
+            # The position before each answer token predicts it.
+            labels[row, start - 1 : start - 1 + len(answer)] = torch.tensor(answer)
+        positions = torch.arange(length).view(1, 1, -1).expand(3, len(samples), -1)
+        out = self.thinker.model(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=False)
+        logits = self.thinker.lm_head(out.last_hidden_state)
+        return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
+
+
+def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(edit distance in words, reference words)."""
+    ref, hyp = reference.split(), hypothesis.split()
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        previous, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
+    return row[-1], len(ref)
+
+
+def evaluate(qwen: QwenAsrModel, examples: list[Example], audio_of) -> float:  # noqa: ANN001
+    errors = words = 0
+    for example in examples:
+        got = qwen.transcribe(audio_of(example)).text
+        e, n = word_errors(example.text, got.lower().strip(".?!, "))
+        errors, words = errors + e, words + n
+    return errors / max(words, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=40.0, help="training time budget (default: 40)")
+    parser.add_argument("--train", type=int, default=6000, help="training utterances")
+    parser.add_argument("--batch", type=int, default=24)
+    parser.add_argument("--out", type=Path, default=Path("wyoming_qwen3/demo"))
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    began = time.time()
+
+    tokenizer = build_tokenizer(DEMO_SHAPE.vocab_size, tokenizer_corpus())
+    model = create_model(DEMO_SHAPE, tokenizer).train()
+    processor = create_processor(tokenizer)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"{params / 1e6:.2f} M parameters, vocabulary {len(tokenizer)}", flush=True)
+
+    rng = random.Random(1)
+    train_voices = [a + v for a in TRAIN_ACCENTS for v in TRAIN_VARIANTS]
+    train = synthesize_examples(
+        processor, [(c.text, rng.choice(train_voices)) for c in commands(args.train, False, seed=1)], 1, True
+    )
+    heldout_commands = commands(100, True, seed=2)
+    heldout_pairs = [(c.text, HELDOUT_VOICES[i % len(HELDOUT_VOICES)]) for i, c in enumerate(heldout_commands)]
+    print(f"synthesized {len(train)} utterances in {time.time() - began:.0f} s", flush=True)
+
+    trainer = Trainer(model, processor)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
+    budget = args.minutes * 60
+    train_began = time.time()
+    step = 0
+    train.sort(key=lambda e: e.features.shape[1])
+    batches = [train[i : i + args.batch] for i in range(0, len(train), args.batch)]
+    while time.time() - train_began < budget:
+        for batch in random.Random(step).sample(batches, len(batches)):
+            progress = (time.time() - train_began) / budget
+            if progress >= 1:
+                break
+            lr = 2e-3 * min(1.0, (step + 1) / 200) * 0.5 * (1 + math.cos(math.pi * progress))
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss = trainer.loss(batch)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            if step % 50 == 0:
+                print(f"step {step} loss {loss.item():.3f} lr {lr:.2e} {time.time() - train_began:.0f} s", flush=True)
+
+    model.eval()
+    args.out.mkdir(parents=True, exist_ok=True)
+    model.half().save_pretrained(args.out, safe_serialization=True)
+    processor.save_pretrained(args.out)
+    qwen = QwenAsrModel.load(args.out, "cpu")
+
+    spoken = {t: speak(t, v, 165, 50) for t, v in heldout_pairs}
+    heldout = [Example(torch.zeros(0), t, v) for t, v in heldout_pairs]
+    wer = evaluate(qwen, heldout, lambda e: spoken[e.text])
+    print(f"held-out WER (offline): {wer:.3f}", flush=True)
+
+    heads, _ = find_heads(qwen, [synthesize(c.text, "en-us") for c in commands(8, False, seed=3)], top=8)
+    heads.save(args.out / "alignment_heads.json")
+    (args.out / "heldout.json").write_text(
+        json.dumps({"utterances": [{"text": t, "voice": v} for t, v in heldout_pairs]}, indent=1) + "\n"
+    )
+    card = {
+        "made_by": "script/make-demo-model",
+        "parameters": params,
+        "train_utterances": len(train),
+        "train_voices": train_voices,
+        "heldout_voices": HELDOUT_VOICES,
+        "steps": step,
+        "minutes": round((time.time() - train_began) / 60, 1),
+        "heldout_wer_offline": round(wer, 4),
+    }
+    (args.out / "demo_model.json").write_text(json.dumps(card, indent=1) + "\n")
+    print(json.dumps(card), flush=True)
+
+
+if __name__ == "__main__":
+    main()
