@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
 import wave
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.server import ServerProcess, start_server
 from wyoming_qwen3.random_model import build_random_model
+
+__all__ = ["ServerProcess", "start_server"]
 
 SCRIPT_TEXT = "turn on the lights"
 
@@ -77,72 +75,6 @@ class SpeechMaker:
 @pytest.fixture(scope="session")
 def speech(tmp_path_factory: pytest.TempPathFactory) -> SpeechMaker:
     return SpeechMaker(tmp_path_factory.mktemp("speech"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class ServerProcess:
-    """A real wyoming-qwen3 process listening on loopback."""
-
-    process: subprocess.Popen
-    host: str
-    port: int
-    log_path: Path
-
-    @property
-    def uri(self) -> str:
-        return f"tcp://{self.host}:{self.port}"
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
-
-
-def start_server(model: Path, log_path: Path, *extra: str, timeout: float = 120.0) -> ServerProcess:
-    """Start the server and wait until it accepts connections."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "wyoming_qwen3",
-        "--uri",
-        f"tcp://127.0.0.1:{port}",
-        "--model",
-        str(model),
-        "--device",
-        "cpu",
-        "--debug",
-        *extra,
-    ]
-    log_file = log_path.open("wb")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
-    server = ServerProcess(process, "127.0.0.1", port, log_path)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return server
-        except OSError:
-            time.sleep(0.2)
-    server.stop()
-    raise RuntimeError(f"server did not start within {timeout} s:\n{server.log()}")
 
 
 @pytest.fixture(scope="session")

@@ -200,7 +200,7 @@ class SimulKvSession(StreamingSession):
         state = self.prefill()
         logits, recorder, position, audio_tokens = state.logits, state.recorder, state.position, state.audio_tokens
         audio_span = (self._prefix_len, self._prefix_len + audio_tokens)
-        budget = self._token_budget(final)
+        budget = self._token_budget()
         previous = self._last_attended_token()
         new_tokens: list[int] = []
         new_times: list[float] = []
@@ -229,7 +229,7 @@ class SimulKvSession(StreamingSession):
         self._context += new_tokens
         self._times += new_times
 
-    def _token_budget(self, final: bool) -> int:
+    def _token_budget(self) -> int:
         total = self._model.max_new_tokens(self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE)
         return max(0, total - len(self._committed))
 

@@ -1,0 +1,80 @@
+"""Word error rate of the demo model on its held-out set, offline and streamed through the server.
+
+The held-out utterances (wyoming_qwen3/demo/heldout.json) are word combinations
+and voices the model never heard in training; they are spoken again here with
+espeak-ng, then transcribed offline in-process and streamed through a real
+server in 10 ms chunks as Home Assistant sends them.
+
+Usage: script/benchmark wer [--speed 1.0] [--limit N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+
+from training.corpus import speak
+from training.demo_model import word_errors
+from wyoming_qwen3.models import resolve_model
+from wyoming_qwen3.qwen import QwenAsrModel
+
+from .server import start_server
+from .stream import pcm16, stream
+
+
+def normalize(text: str) -> str:
+    return " ".join(text.lower().replace(",", " ").replace(".", " ").replace("?", " ").split())
+
+
+def wer(pairs: list[tuple[str, str]]) -> float:
+    errors = words = 0
+    for reference, hypothesis in pairs:
+        e, n = word_errors(normalize(reference), normalize(hypothesis))
+        errors, words = errors + e, words + n
+    return errors / max(words, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--speed", type=float, default=1.0, help="x real time for streaming (default: 1.0)")
+    parser.add_argument("--limit", type=int, help="only the first N utterances")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    model = resolve_model("demo", [], Path("."))
+    heldout = json.loads((model.path / "heldout.json").read_text())["utterances"][: args.limit]
+    audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
+    qwen = QwenAsrModel.load(model.path, "cpu")
+    offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]
+
+    with tempfile.TemporaryDirectory() as folder:
+        server = start_server(Path("demo"), Path(folder) / "server.log")
+        try:
+            replies = [asyncio.run(stream(server.host, server.port, pcm16(a), speed=args.speed)) for a in audio]
+        finally:
+            server.stop()
+    streamed = [(u["text"], r.text) for u, r in zip(heldout, replies, strict=True)]
+    same = sum(normalize(o) == normalize(s) for (_, o), (_, s) in zip(offline, streamed, strict=True))
+    result = {
+        "utterances": len(heldout),
+        "wer_offline": round(wer(offline), 4),
+        "wer_streaming": round(wer(streamed), 4),
+        "streaming_equals_offline": same,
+        "speed": args.speed,
+    }
+    print(
+        f"{len(heldout)} held-out utterances: WER offline {result['wer_offline']:.1%}, "
+        f"streamed {result['wer_streaming']:.1%}; {same} streamed transcripts equal the offline ones"
+    )
+    for (reference, o), (_, s) in zip(offline, streamed, strict=True):
+        if normalize(o) != normalize(reference) or normalize(s) != normalize(reference):
+            print(f"  ref: {reference}\n  off: {o}\n  str: {s}")
+    if args.json:
+        args.json.write_text(json.dumps({**result, "offline": offline, "streamed": streamed}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
