@@ -120,6 +120,25 @@ def commands(count: int, heldout: bool, seed: int) -> list[Command]:
     return out
 
 
+def word_salad(count: int, seed: int) -> list[str]:
+    """Random runs of the grammar's words: speech the sentence patterns cannot predict.
+
+    Trained on commands alone, the decoder learns which slot values follow
+    which template and overrules the audio for combinations it never saw
+    ("play music in the basement" came out as "bedroom"); these make it listen.
+    """
+    rng = random.Random(seed)
+    vocabulary = sorted(
+        {
+            w
+            for phrase in AREAS + DEVICES + COVERS + DOORS + NUMBERS + TEMPLATES
+            for w in phrase.replace("{", " ").replace("}", " ").split()
+            if w not in ("area", "device", "number", "cover", "door")
+        }
+    )
+    return [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8))) for _ in range(count)]
+
+
 def speak(text: str, voice: str, speed: int, pitch: int) -> np.ndarray:
     """espeak-ng speech at 16 kHz mono float32."""
     wav = subprocess.run(

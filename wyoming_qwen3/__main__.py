@@ -61,9 +61,16 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
     from .simulkv import SimulKvBackend, SimulKvSettings
 
     heads = load_alignment_heads(args, model)
-    settings = SimulKvSettings(policy=AlignmentPolicy(border_seconds=args.border_seconds))
+    border = args.border_seconds
+    if border is None:
+        border = heads.border_seconds if heads and heads.border_seconds is not None else AlignmentPolicy.border_seconds
+    settings = SimulKvSettings(policy=AlignmentPolicy(border_seconds=border))
     backend = SimulKvBackend(QwenAsrModel.load(model.path, args.device), heads, settings)
-    _LOGGER.info("Alignment heads: %s", "from " + str(args.alignment_heads or model.path) if heads else "default")
+    _LOGGER.info(
+        "Alignment heads: %s; border %.2f s",
+        "from " + str(args.alignment_heads or model.path) if heads else "default",
+        border,
+    )
     return backend
 
 

@@ -31,6 +31,9 @@ class AlignmentHeads:
     """The decoder heads read for alignment, by layer."""
 
     heads: tuple[tuple[int, int], ...]
+    #: The border that suits this model's alignment, if the file says (small
+    #: models align loosely and need a wider one than the default 0.5 s).
+    border_seconds: float | None = None
 
     @property
     def by_layer(self) -> dict[int, list[int]]:
@@ -46,10 +49,16 @@ class AlignmentHeads:
         pairs = data.get("alignment_heads_compact") if isinstance(data, dict) else None
         if not pairs or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
             raise ValueError(f"{path}: expected {{'alignment_heads_compact': [[layer, head], ...]}}")
-        return cls(tuple((int(layer), int(head)) for layer, head in pairs))
+        border = data.get("border_seconds")
+        if border is not None and (not isinstance(border, int | float) or border < 0):
+            raise ValueError(f"{path}: border_seconds must be a non-negative number")
+        return cls(tuple((int(layer), int(head)) for layer, head in pairs), border)
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"alignment_heads_compact": [list(p) for p in self.heads]}) + "\n", encoding="utf-8")
+        data: dict[str, object] = {"alignment_heads_compact": [list(p) for p in self.heads]}
+        if self.border_seconds is not None:
+            data["border_seconds"] = self.border_seconds
+        path.write_text(json.dumps(data) + "\n", encoding="utf-8")
 
     @classmethod
     def default(cls, num_layers: int, num_heads: int) -> AlignmentHeads:

@@ -101,8 +101,8 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         env,
         "--border-seconds",
         type=float,
-        default=0.5,
-        help="simulkv: a token looking at the last this-many seconds of audio waits for more (default: 0.5)",
+        help="simulkv: a token looking at the last this-many seconds of audio waits for more "
+        "(default: the heads file's border_seconds, else 0.5)",
     )
     _add(
         parser, env, "--max-audio-seconds", type=float, default=30.0, help="longest utterance transcribed (default: 30)"
@@ -132,6 +132,6 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
     for value, flag in ((args.max_audio_seconds, "--max-audio-seconds"), (args.audio_timeout, "--audio-timeout")):
         if value <= 0:
             parser.error(f"{flag} must be greater than zero")
-    if args.border_seconds < 0:
+    if args.border_seconds is not None and args.border_seconds < 0:
         parser.error("--border-seconds must not be negative")
     return args
