@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from wyoming_qwen3.alignment import AlignmentHeads
-from wyoming_qwen3.alignment_heads import Word, score_heads, synthesize
+from wyoming_qwen3.alignment_heads import score_heads, synthesize
+from wyoming_qwen3.backend import TimedWord as Word
 
 
 def test_a_head_that_tracks_the_words_outscores_one_that_does_not() -> None:

@@ -20,6 +20,8 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from .qwen import AUDIO_TOKENS_PER_SECOND
+
 #: The heads file a model folder may carry.
 ALIGNMENT_HEADS_FILE = "alignment_heads.json"
 #: Name under which the recording attention is registered with transformers.
@@ -131,7 +133,7 @@ class AlignmentPolicy:
     #: Attention jumping back by more than this means the model lost its place:
     #: the step's tokens are discarded (rewind), as in the SimulStreaming reference.
     rewind_seconds: float = 2.0
-    tokens_per_second: float = 13.0
+    tokens_per_second: float = AUDIO_TOKENS_PER_SECOND
 
     def attended_token(self, attention: torch.Tensor) -> int:
         """The median over heads of each head's most-attended audio token."""

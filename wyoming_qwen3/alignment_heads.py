@@ -29,6 +29,7 @@ import torch
 from transformers import DynamicCache
 
 from .alignment import ALIGNMENT_HEADS_FILE, AlignmentHeads, AttentionRecorder, use_recording_attention
+from .backend import TimedWord
 from .qwen import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE, QwenAsrModel
 
 SENTENCES = [
@@ -45,16 +46,9 @@ _PAUSE_SECONDS = 0.15
 
 
 @dataclass(frozen=True)
-class Word:
-    text: str
-    start: float
-    end: float
-
-
-@dataclass(frozen=True)
 class Utterance:
     audio: np.ndarray
-    words: list[Word]
+    words: list[TimedWord]
 
 
 def speak_word(word: str, voice: str, folder: Path) -> np.ndarray:
@@ -76,12 +70,12 @@ def synthesize(sentence: str, voice: str = "en-us") -> Utterance:
     """Speech of a sentence whose word times are known exactly."""
     pause = np.zeros(int(_PAUSE_SECONDS * SAMPLE_RATE), dtype=np.float32)
     pieces: list[np.ndarray] = [pause]
-    words: list[Word] = []
+    words: list[TimedWord] = []
     position = pause.shape[0]
     with tempfile.TemporaryDirectory() as folder:
         for text in sentence.split():
             samples = speak_word(text, voice, Path(folder))
-            words.append(Word(text, position / SAMPLE_RATE, (position + samples.shape[0]) / SAMPLE_RATE))
+            words.append(TimedWord(text, position / SAMPLE_RATE, (position + samples.shape[0]) / SAMPLE_RATE))
             pieces += [samples, pause]
             position += samples.shape[0] + pause.shape[0]
     return Utterance(np.concatenate(pieces), words)
@@ -120,7 +114,7 @@ def attended_times(
     return np.stack(rows) / AUDIO_TOKENS_PER_SECOND, owners
 
 
-def score_heads(times: np.ndarray, owners: list[int], words: list[Word], tolerance: float = 0.1) -> np.ndarray:
+def score_heads(times: np.ndarray, owners: list[int], words: list[TimedWord], tolerance: float = 0.1) -> np.ndarray:
     """[layers, heads] fraction of tokens whose attended time lies inside their word."""
     starts = np.array([words[o].start - tolerance for o in owners])[:, None, None]
     ends = np.array([words[o].end + tolerance for o in owners])[:, None, None]

@@ -27,6 +27,15 @@ class SessionOptions:
 
 
 @dataclass(frozen=True)
+class TimedWord:
+    """A word and its time in the utterance, in seconds from the first sample."""
+
+    text: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
 class FinalWords:
     """What ``finish`` returns: the words not committed before, and the language."""
 

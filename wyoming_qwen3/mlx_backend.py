@@ -18,12 +18,11 @@ from __future__ import annotations
 import logging
 import platform
 import sys
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from .backend import Backend, FinalWords, SessionOptions, StreamingSession
+from .backend import Backend, FinalWords, SessionOptions, StreamingSession, TimedWord
 from .languages import LANGUAGE_NAMES
 from .local_agreement import LocalAgreement, comparable
 from .qwen import SAMPLE_RATE
@@ -41,15 +40,6 @@ class TranscribingSession(Protocol):
     def transcribe(
         self, audio: Any, *, context: str = "", language: str | None = None, return_timestamps: bool = False
     ) -> Any: ...
-
-
-@dataclass(frozen=True)
-class TimedWord:
-    """A word with its time in the utterance (seconds from the first sample)."""
-
-    text: str
-    start: float
-    end: float
 
 
 def timed_words(result: Any, offset: float, duration: float) -> list[TimedWord]:

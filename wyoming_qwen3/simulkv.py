@@ -23,7 +23,7 @@ from transformers import DynamicCache
 
 from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, use_recording_attention
 from .audio_cache import AudioWindowCache
-from .backend import Backend, FinalWords, SessionOptions, StreamingSession
+from .backend import Backend, FinalWords, SessionOptions, StreamingSession, TimedWord
 from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, QwenAsrModel, parse_output
 
 _LOGGER = logging.getLogger(__name__)
@@ -45,15 +45,6 @@ class SimulKvSettings:
     reuse: bool = True
     #: Benchmark only: decode exactly this many tokens each step, ignoring the policy.
     fixed_tokens_per_step: int | None = None
-
-
-@dataclass(frozen=True)
-class TimedWord:
-    """A committed word and where its tokens looked in the audio (seconds from the start)."""
-
-    text: str
-    start: float
-    end: float
 
 
 class SimulKvBackend(Backend):
