@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from training.corpus import speak
+from training.demo_model import wer
 from wyoming_qwen3.models import resolve_model
 
 from .server import start_server
 from .stream import Reply, pcm16, stream
-from .wer import wer
 
 
 @dataclass

@@ -17,24 +17,12 @@ import tempfile
 from pathlib import Path
 
 from training.corpus import speak
-from training.demo_model import word_errors
+from training.demo_model import normalize, wer
 from wyoming_qwen3.models import resolve_model
 from wyoming_qwen3.qwen import QwenAsrModel
 
 from .server import start_server
 from .stream import pcm16, stream
-
-
-def normalize(text: str) -> str:
-    return " ".join(text.lower().replace(",", " ").replace(".", " ").replace("?", " ").split())
-
-
-def wer(pairs: list[tuple[str, str]]) -> float:
-    errors = words = 0
-    for reference, hypothesis in pairs:
-        e, n = word_errors(normalize(reference), normalize(hypothesis))
-        errors, words = errors + e, words + n
-    return errors / max(words, 1)
 
 
 def main() -> None:

@@ -74,7 +74,7 @@ def tokenizer_corpus() -> list[str]:
     return [words, numbers, "language English", "sixty seventy eighty ninety degrees percent minutes"] * 4
 
 
-def synthesize_examples(processor, texts_voices, seed: int, augmented: bool) -> list[Example]:  # noqa: ANN001
+def synthesize_examples(qwen: QwenAsrModel, texts_voices, seed: int, augmented: bool) -> list[Example]:  # noqa: ANN001
     rng = np.random.default_rng(seed)
     settings = [(t, v, int(rng.integers(130, 200)), int(rng.integers(30, 70))) for t, v in texts_voices]
 
@@ -88,23 +88,17 @@ def synthesize_examples(processor, texts_voices, seed: int, augmented: bool) -> 
     for text, voice, audio in spoken:
         if augmented:
             audio = augment(audio, rng)
-        features = processor.feature_extractor(
-            audio, sampling_rate=16000, return_tensors="pt", padding=True, truncation=False, return_attention_mask=True
-        )
-        frames = int(features["attention_mask"].sum())
-        examples.append(Example(features["input_features"][0, :, :frames].clone(), text, voice))
+        examples.append(Example(qwen.features(audio).clone(), text, voice))
     return examples
 
 
 class Trainer:
     """Teacher-forced next-token training on prompt + audio + answer."""
 
-    def __init__(self, model, processor) -> None:  # noqa: ANN001
-        self.model = model
-        self.thinker = model.thinker
-        self.tokenizer = processor.tokenizer
-        self.processor = processor
-        self.qwen = QwenAsrModel(model, processor, torch.device("cpu"))
+    def __init__(self, qwen: QwenAsrModel) -> None:
+        self.qwen = qwen
+        self.thinker = qwen.thinker
+        self.tokenizer = qwen.tokenizer
         self.rng = random.Random(0)
 
     def sample(self, example: Example) -> tuple[torch.Tensor, list[int], int]:
@@ -167,13 +161,22 @@ def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     return row[-1], len(ref)
 
 
-def evaluate(qwen: QwenAsrModel, examples: list[Example], audio_of) -> float:  # noqa: ANN001
+def normalize(text: str) -> str:
+    """Lower case, punctuation to spaces: how transcripts are compared with their references."""
+    return " ".join(text.lower().replace(",", " ").replace(".", " ").replace("?", " ").split())
+
+
+def wer(pairs: list[tuple[str, str]]) -> float:
+    """Word error rate of (reference, hypothesis) pairs, both normalized."""
     errors = words = 0
-    for example in examples:
-        got = qwen.transcribe(audio_of(example)).text
-        e, n = word_errors(example.text, got.lower().strip(".?!, "))
+    for reference, hypothesis in pairs:
+        e, n = word_errors(normalize(reference), normalize(hypothesis))
         errors, words = errors + e, words + n
     return errors / max(words, 1)
+
+
+def evaluate(qwen: QwenAsrModel, examples: list[Example], audio_of) -> float:  # noqa: ANN001
+    return wer([(e.text, qwen.transcribe(audio_of(e)).text) for e in examples])
 
 
 def main() -> None:
@@ -208,12 +211,12 @@ def main() -> None:
     train_voices = [a + v for a in TRAIN_ACCENTS for v in TRAIN_VARIANTS]
     salad = int(args.train * args.salad)
     texts = [c.text for c in commands(args.train - salad, False, seed=1)] + word_salad(salad, seed=4)
-    train = synthesize_examples(processor, [(t, rng.choice(train_voices)) for t in texts], 1, True)
+    trainer = Trainer(QwenAsrModel(model, processor, torch.device("cpu")))
+    train = synthesize_examples(trainer.qwen, [(t, rng.choice(train_voices)) for t in texts], 1, True)
     heldout_commands = commands(100, True, seed=2)
     heldout_pairs = [(c.text, HELDOUT_VOICES[i % len(HELDOUT_VOICES)]) for i, c in enumerate(heldout_commands)]
     print(f"synthesized {len(train)} utterances in {time.time() - began:.0f} s", flush=True)
 
-    trainer = Trainer(model, processor)
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
     budget = args.minutes * 60
     train_began = time.time()
@@ -245,8 +248,8 @@ def main() -> None:
 
     spoken = {t: speak(t, v, 165, 50) for t, v in heldout_pairs}
     heldout = [Example(torch.zeros(0), t, v) for t, v in heldout_pairs]
-    wer = evaluate(qwen, heldout, lambda e: spoken[e.text])
-    print(f"held-out WER (offline): {wer:.3f}", flush=True)
+    heldout_wer = evaluate(qwen, heldout, lambda e: spoken[e.text])
+    print(f"held-out WER (offline): {heldout_wer:.3f}", flush=True)
 
     heads, _ = find_heads(qwen, [synthesize(c.text, "en-us") for c in commands(8, False, seed=3)], top=8)
     # This small model aligns loosely (its attention lags the words: "close the blinds in the
@@ -267,7 +270,7 @@ def main() -> None:
         "heldout_voices": HELDOUT_VOICES,
         "steps": step,
         "minutes": round((time.time() - train_began) / 60, 1),
-        "heldout_wer_offline": round(wer, 4),
+        "heldout_wer_offline": round(heldout_wer, 4),
     }
     (args.out / "demo_model.json").write_text(json.dumps(card, indent=1) + "\n")
     print(json.dumps(card), flush=True)

@@ -91,10 +91,9 @@ class SimulKvSession(StreamingSession):
         #: Seconds of audio cut from the front of the buffer.
         self.offset_seconds = 0.0
         self._audio_cache = AudioWindowCache(enabled=settings.reuse)
-        self._cache = DynamicCache()
+        self._cache = self._prefill_prefix()
         #: Audio tokens (after the prefix) whose KV in the cache is still valid.
         self._cached_audio_tokens = 0
-        self._prefill_prefix()
         #: Every committed token, and the audio time (s) each one looked at.
         self._committed: list[int] = []
         self._times: list[float] = []
@@ -104,7 +103,6 @@ class SimulKvSession(StreamingSession):
         #: Statistics for tests and the benchmark.
         self.steps = 0
         self.last_reused_tokens = 0
-        self.last_prefilled_tokens = 0
 
     @property
     def buffer(self) -> np.ndarray:
@@ -119,10 +117,11 @@ class SimulKvSession(StreamingSession):
     # -- caches ---------------------------------------------------------------
 
     @torch.inference_mode()
-    def _prefill_prefix(self) -> None:
-        self._cache = DynamicCache()
-        self._model.forward(self._prefix_embeds, 0, self._cache)
-        self._cached_audio_tokens = 0
+    def _prefill_prefix(self) -> DynamicCache:
+        """A cache holding the prompt prefix, computed once per session."""
+        cache = DynamicCache()
+        self._model.forward(self._prefix_embeds, 0, cache)
+        return cache
 
     def _crop(self, audio_tokens: int) -> None:
         keep = min(audio_tokens, self._cached_audio_tokens)
@@ -178,7 +177,6 @@ class SimulKvSession(StreamingSession):
         recorder = AttentionRecorder(self._heads_by_layer)
         prefill = torch.cat(parts, dim=1)
         self.last_reused_tokens = start
-        self.last_prefilled_tokens = prefill.shape[1]
         logits = model.forward(prefill, start, self._cache, alignment_recorder=recorder).logits
         self._cached_audio_tokens = audio.shape[0]
         return SimulKvSession.Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])
