@@ -33,6 +33,7 @@ def test_help_lists_every_option_with_its_environment_variable() -> None:
         "--zeroconf",
         "--data-dir",
         "--download-dir",
+        "--encoder-window",
         "--debug",
         "--log-format",
     ):
@@ -89,3 +90,10 @@ def test_zeroconf_needs_tcp(tiny_model: Path, tmp_path: Path) -> None:
     result = run_cli("--model", str(tiny_model), "--device", "cpu", "--uri", f"unix://{tmp_path}/s", "--zeroconf")
     assert result.returncode == 2
     assert "--zeroconf needs a tcp:// --uri" in result.stderr
+
+
+def test_encoder_window_the_model_does_not_know_is_refused_at_startup(tiny_model: Path) -> None:
+    result = run_cli("--model", str(tiny_model), "--device", "cpu", "--encoder-window", "1.5")
+    assert result.returncode == 2
+    assert "--encoder-window: encoder window must be a multiple of 1 s up to 2 s, not 1.5 s" in result.stderr
+    assert "Traceback" not in result.stderr

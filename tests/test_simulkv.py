@@ -53,8 +53,12 @@ def full_recompute_logits(model: QwenAsrModel, s: SimulKvSession, language: str 
     parts.append(model.embed_tokens(prompt.suffix))
     if s.context_ids:
         parts.append(model.embed_tokens(s.context_ids))
+    embeds = torch.cat(parts, dim=1)
+    positions = torch.arange(embeds.shape[1]).view(1, 1, -1).expand(3, 1, -1)
     with torch.inference_mode():
-        return model.forward(torch.cat(parts, dim=1), 0, DynamicCache()).logits[0, -1]
+        # The thinker's own forward, not QwenAsrModel.forward, which projects only the last position.
+        output = model.thinker(inputs_embeds=embeds, position_ids=positions, past_key_values=DynamicCache())
+    return output.logits[0, -1]
 
 
 def test_windowed_encoding_equals_the_block_masked_encoder(tiny: QwenAsrModel) -> None:
@@ -92,12 +96,39 @@ def test_incremental_prefill_equals_full_recompute_across_window_boundaries(tiny
     for end in np.arange(0.5, 5.01, 0.5):
         s.feed(audio[int((end - 0.5) * SAMPLE_RATE) : int(end * SAMPLE_RATE)])
         state = s.prefill()
-        reused.append(s.last_reused_tokens)
+        reused.append(s.stats.last_reused_tokens)
         expected = full_recompute_logits(tiny, s, "English")
-        assert torch.allclose(state.logits[0, -1], expected, atol=1e-4), f"at {end} s"
+        assert torch.allclose(state.logits, expected, atol=1e-4), f"at {end} s"
     assert s.context_ids, "the policy should have committed tokens"
     # After the 2 s and 4 s window boundaries the first windows' KV is reused, not recomputed.
     assert max(reused) >= len(tiny.prompt_ids("", "English").prefix) + 2 * 26
+
+
+def test_a_shorter_encoder_window_streams_exactly_and_reuses_more(tiny: QwenAsrModel) -> None:
+    one_second = QwenAsrModel(tiny.model, tiny.processor, tiny.device, window_seconds=1.0)
+    assert one_second.window_frames == 100 and tiny.window_frames == 200
+    s = session(one_second, EMIT_ALL)
+    audio = noise(3.0, seed=5)
+    prefix = len(tiny.prompt_ids("", "English").prefix)
+    reused = []
+    for end in np.arange(0.5, 3.01, 0.5):
+        s.feed(audio[int((end - 0.5) * SAMPLE_RATE) : int(end * SAMPLE_RATE)])
+        state = s.prefill()
+        reused.append(s.stats.last_reused_tokens - prefix)
+        assert torch.allclose(state.logits, full_recompute_logits(one_second, s, "English"), atol=1e-4), end
+    # Each completed second keeps its 13 audio tokens' KV (the 2 s windows would wait for 26).
+    assert reused[2] == 13  # at 1.5 s
+    held = session(one_second, HOLD_ALL)
+    for start in range(0, audio.shape[0], SAMPLE_RATE // 2):
+        held.feed(audio[start : start + SAMPLE_RATE // 2])
+    # The offline pass uses the same window, so a held stream still ends as it does.
+    assert " ".join(held.finish().words) == one_second.transcribe(audio, language="English").text
+
+
+@pytest.mark.parametrize("seconds", [0.0, 0.5, 1.5, 3.0])
+def test_an_encoder_window_the_model_does_not_know_is_refused(tiny: QwenAsrModel, seconds: float) -> None:
+    with pytest.raises(ValueError, match="multiple of 1 s up to 2 s"):
+        QwenAsrModel(tiny.model, tiny.processor, tiny.device, window_seconds=seconds)
 
 
 def test_incremental_prefill_equals_full_recompute_across_a_trim(tiny: QwenAsrModel) -> None:
@@ -108,7 +139,7 @@ def test_incremental_prefill_equals_full_recompute_across_a_trim(tiny: QwenAsrMo
     assert s.offset_seconds == pytest.approx(6.0)  # three 2 s windows cut from the front
     assert s.buffer.shape[0] / SAMPLE_RATE <= 4.0
     state = s.prefill()
-    assert torch.allclose(state.logits[0, -1], full_recompute_logits(tiny, s, "English"), atol=1e-4)
+    assert torch.allclose(state.logits, full_recompute_logits(tiny, s, "English"), atol=1e-4)
 
 
 def test_stream_with_a_holding_border_ends_as_the_offline_transcription(tiny: QwenAsrModel) -> None:
@@ -118,7 +149,7 @@ def test_stream_with_a_holding_border_ends_as_the_offline_transcription(tiny: Qw
     assert words == []
     final = s.finish()
     assert " ".join(final.words) == tiny.transcribe(audio, language="English").text
-    assert s.steps == 11  # ten half-second steps and the final one
+    assert s.stats.steps == 11  # ten half-second steps and the final one
 
 
 def test_border_zero_on_the_whole_audio_is_the_offline_transcription(tiny: QwenAsrModel) -> None:

@@ -57,7 +57,7 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
         from .mlx_backend import MlxBackend
 
         return MlxBackend(str(model.path))
-    from .qwen import QwenAsrModel
+    from .qwen import FRAMES_PER_SECOND, QwenAsrModel
     from .simulkv import SimulKvBackend, SimulKvSettings
 
     heads = load_alignment_heads(args, model)
@@ -65,11 +65,16 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
     if border is None:
         border = heads.border_seconds if heads and heads.border_seconds is not None else AlignmentPolicy.border_seconds
     settings = SimulKvSettings(policy=AlignmentPolicy(border_seconds=border))
-    backend = SimulKvBackend(QwenAsrModel.load(model.path, args.device), heads, settings)
+    try:
+        qwen = QwenAsrModel.load(model.path, args.device, args.encoder_window)
+    except ValueError as err:  # an encoder window the model does not know
+        raise StartupError(f"--encoder-window: {err}") from err
+    backend = SimulKvBackend(qwen, heads, settings)
     _LOGGER.info(
-        "Alignment heads: %s; border %.2f s",
+        "Alignment heads: %s; border %.2f s; encoder window %.0f s",
         "from " + str(args.alignment_heads or model.path) if heads else "default",
         border,
+        qwen.window_frames / FRAMES_PER_SECOND,
     )
     return backend
 

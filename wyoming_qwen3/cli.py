@@ -105,6 +105,15 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         "(default: the heads file's border_seconds, else 0.5)",
     )
     _add(
+        parser,
+        env,
+        "--encoder-window",
+        type=float,
+        metavar="SECONDS",
+        help="simulkv: audio encoder attention window, whole seconds up to the model's own (default: the "
+        "model's, 8 s on Qwen3-ASR); shorter windows make each streaming step cheaper on CPU",
+    )
+    _add(
         parser, env, "--max-audio-seconds", type=float, default=30.0, help="longest utterance transcribed (default: 30)"
     )
     _add(

@@ -23,6 +23,9 @@ SAMPLE_RATE = 16000
 #: The audio encoder emits 13 embeddings per 100 mel frames (1 s of audio).
 AUDIO_TOKENS_PER_SECOND = 13
 ASR_TEXT_TAG = "<asr_text>"
+#: Hop of the mel frontend: one frame per 10 ms.
+SAMPLES_PER_FRAME = 160
+FRAMES_PER_SECOND = SAMPLE_RATE // SAMPLES_PER_FRAME
 #: Shorter audio is padded with silence: the encoder needs a few mel frames.
 _MIN_SAMPLES = SAMPLE_RATE // 10
 
@@ -63,9 +66,18 @@ def select_device(device: str) -> torch.device:
 
 
 class QwenAsrModel:
-    """A loaded Qwen3-ASR checkpoint and the operations streaming is built from."""
+    """A loaded Qwen3-ASR checkpoint and the operations streaming is built from.
 
-    def __init__(self, model: Any, processor: Any, device: torch.device) -> None:
+    ``window_seconds`` sets the encoder's attention window (default: the
+    checkpoint's ``n_window_infer``, 8 s on the real models). Qwen3-ASR's AuT
+    encoder was trained with dynamic attention windows "for both streaming and
+    long-form audio" (Qwen3-ASR technical report, arXiv 2601.21337), so any
+    whole number of its 1 s convolution chunks up to ``n_window_infer`` is a
+    window the model knows. Streaming pays for the open window at every step,
+    so a shorter one makes steps cheaper (README, "Performance").
+    """
+
+    def __init__(self, model: Any, processor: Any, device: torch.device, window_seconds: float | None = None) -> None:
         self.model = model
         self.thinker = model.thinker
         self.processor = processor
@@ -73,6 +85,7 @@ class QwenAsrModel:
         self.device = device
         self.dtype = next(model.parameters()).dtype
         self.audio_config = self.thinker.config.audio_config
+        self.window_frames = self._window_frames(window_seconds)
 
         eos = {self.tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
         generation_eos = model.generation_config.eos_token_id
@@ -86,8 +99,23 @@ class QwenAsrModel:
         )
         self.supported_languages: list[str] = list(getattr(model.config, "support_languages", None) or [])
 
+    def _window_frames(self, window_seconds: float | None) -> int:
+        """Mel frames per encoder attention window, checked against the model's chunks."""
+        largest = int(self.audio_config.n_window_infer)
+        if window_seconds is None:
+            return largest
+        chunk = 2 * int(self.audio_config.n_window)  # frames per convolution chunk
+        frames = round(window_seconds * SAMPLE_RATE / SAMPLES_PER_FRAME)
+        if frames <= 0 or frames % chunk or frames > largest:
+            raise ValueError(
+                f"encoder window must be a multiple of {chunk / FRAMES_PER_SECOND:g} s "
+                f"up to {largest / FRAMES_PER_SECOND:g} s, "
+                f"not {window_seconds:g} s"
+            )
+        return frames
+
     @classmethod
-    def load(cls, path: Path, device: str = "auto") -> QwenAsrModel:
+    def load(cls, path: Path, device: str = "auto", window_seconds: float | None = None) -> QwenAsrModel:
         """Load a model folder onto a device (bfloat16 on CUDA, float32 elsewhere)."""
         from qwen_asr.core.transformers_backend import (
             Qwen3ASRForConditionalGeneration,
@@ -100,7 +128,7 @@ class QwenAsrModel:
         model = Qwen3ASRForConditionalGeneration.from_pretrained(str(path), dtype=dtype, attn_implementation="sdpa")
         model.to(torch_device).eval()
         processor = Qwen3ASRProcessor.from_pretrained(str(path))
-        return cls(model, processor, torch_device)
+        return cls(model, processor, torch_device, window_seconds)
 
     # -- prompts --------------------------------------------------------------
 
@@ -128,11 +156,6 @@ class QwenAsrModel:
         return self.thinker.get_input_embeddings()(tensor)
 
     # -- audio ----------------------------------------------------------------
-
-    @property
-    def window_frames(self) -> int:
-        """Mel frames per encoder attention window (``n_window_infer``: 8 s on the real models)."""
-        return int(self.audio_config.n_window_infer)
 
     def features(self, audio: np.ndarray) -> torch.Tensor:
         """Log-mel features [mel_bins, frames] of 16 kHz mono float32 audio."""
@@ -175,18 +198,24 @@ class QwenAsrModel:
 
     # -- decoding -------------------------------------------------------------
 
-    def forward(self, embeds: torch.Tensor, start: int, cache: Any, **kwargs: Any) -> Any:
-        """Run the decoder on ``embeds`` placed at positions ``start...``, extending ``cache``."""
+    def forward(self, embeds: torch.Tensor, start: int, cache: Any, **kwargs: Any) -> torch.Tensor:
+        """Run the decoder on ``embeds`` placed at positions ``start...``, extending ``cache``.
+
+        Returns the logits [vocab] of the last position only: the thinker's own
+        forward projects every position onto the 151k-word vocabulary, which
+        was a quarter of a streaming step's prefill on the 0.6B shape.
+        """
         length = embeds.shape[1]
         positions = torch.arange(start, start + length, device=self.device)
-        return self.thinker(
+        hidden = self.thinker.model(
             inputs_embeds=embeds,
             position_ids=positions.view(1, 1, -1).expand(3, 1, -1),
             cache_position=positions,
             past_key_values=cache,
             use_cache=True,
             **kwargs,
-        )
+        ).last_hidden_state
+        return self.thinker.lm_head(hidden[0, -1])
 
     def max_new_tokens(self, seconds: float) -> int:
         """A generous token budget for this much speech (fast speech is ~5 tokens/s)."""
@@ -208,15 +237,15 @@ class QwenAsrModel:
             dim=1,
         )
         cache = DynamicCache()
-        logits = self.forward(embeds, 0, cache).logits
+        logits = self.forward(embeds, 0, cache)
         position = embeds.shape[1]
         generated: list[int] = []
         for _ in range(self.max_new_tokens(audio.shape[0] / SAMPLE_RATE)):
-            token = int(logits[0, -1].argmax())
+            token = int(logits.argmax())
             if token in self.token_ids.eos:
                 break
             generated.append(token)
-            logits = self.forward(self.embed_tokens([token]), position, cache).logits
+            logits = self.forward(self.embed_tokens([token]), position, cache)
             position += 1
         return parse_output(self.decode_text(generated), language)
 

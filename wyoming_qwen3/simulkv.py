@@ -24,12 +24,9 @@ from transformers import DynamicCache
 from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, use_recording_attention
 from .audio_cache import AudioWindowCache
 from .backend import Backend, FinalWords, SessionOptions, StreamingSession, TimedWord
-from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, QwenAsrModel, parse_output
+from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, SAMPLES_PER_FRAME, QwenAsrModel, parse_output
 
 _LOGGER = logging.getLogger(__name__)
-
-#: Hop of the mel frontend: one frame per 10 ms.
-_SAMPLES_PER_FRAME = 160
 
 
 @dataclass(frozen=True)
@@ -45,6 +42,20 @@ class SimulKvSettings:
     reuse: bool = True
     #: Benchmark only: decode exactly this many tokens each step, ignoring the policy.
     fixed_tokens_per_step: int | None = None
+
+
+@dataclass
+class SessionStats:
+    """What a session computed, for tests and the benchmark."""
+
+    steps: int = 0
+    #: Tokens (prompt prefix and audio) whose KV the last step kept.
+    last_reused_tokens: int = 0
+    #: Prefilled so far: audio tokens, and text (the prompt around the audio, the answer fed back).
+    audio_tokens_prefilled: int = 0
+    text_tokens_prefilled: int = 0
+    #: Single-token decoder passes so far.
+    decode_passes: int = 0
 
 
 class SimulKvBackend(Backend):
@@ -100,9 +111,7 @@ class SimulKvSession(StreamingSession):
         #: Tokens fed back as the answer so far (committed, minus text of trimmed audio).
         self._context: list[int] = []
         self._emitted_words = 0
-        #: Statistics for tests and the benchmark.
-        self.steps = 0
-        self.last_reused_tokens = 0
+        self.stats = SessionStats()
 
     @property
     def buffer(self) -> np.ndarray:
@@ -176,15 +185,18 @@ class SimulKvSession(StreamingSession):
             start = 0
         recorder = AttentionRecorder(self._heads_by_layer)
         prefill = torch.cat(parts, dim=1)
-        self.last_reused_tokens = start
-        logits = model.forward(prefill, start, self._cache, alignment_recorder=recorder).logits
+        self.stats.last_reused_tokens = start
+        new_audio_tokens = audio.shape[0] - self._cached_audio_tokens
+        self.stats.audio_tokens_prefilled += new_audio_tokens
+        self.stats.text_tokens_prefilled += prefill.shape[1] - new_audio_tokens
+        logits = model.forward(prefill, start, self._cache, alignment_recorder=recorder)
         self._cached_audio_tokens = audio.shape[0]
         return SimulKvSession.Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])
 
     @torch.inference_mode()
     def _step(self, final: bool) -> None:
         self._unheard = 0
-        self.steps += 1
+        self.stats.steps += 1
         model = self._model
         state = self.prefill()
         logits, recorder, position, audio_tokens = state.logits, state.recorder, state.position, state.audio_tokens
@@ -194,8 +206,9 @@ class SimulKvSession(StreamingSession):
         new_tokens: list[int] = []
         new_times: list[float] = []
         fixed = self._settings.fixed_tokens_per_step
-        for _ in range(budget if fixed is None else fixed):
-            token = int(logits[0, -1].argmax())
+        limit = budget if fixed is None else fixed
+        for index in range(limit):
+            token = int(logits.argmax())
             attended = self._policy.attended_token(recorder.audio_attention(*audio_span))
             if fixed is None:
                 if token in model.token_ids.eos:
@@ -209,10 +222,11 @@ class SimulKvSession(StreamingSession):
             new_tokens.append(token)
             new_times.append(self.offset_seconds + attended / self._policy.tokens_per_second)
             previous = attended
+            if index + 1 == limit:
+                break  # no token follows: its forward would be computed for nothing
             recorder = AttentionRecorder(self._heads_by_layer)
-            logits = model.forward(
-                model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder
-            ).logits
+            logits = model.forward(model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder)
+            self.stats.decode_passes += 1
             position += 1
         self._committed += new_tokens
         self._context += new_tokens
@@ -229,7 +243,7 @@ class SimulKvSession(StreamingSession):
 
     def _trim_if_needed(self) -> None:
         """Cut whole encoder windows from the front once the buffer is too long."""
-        window_samples = self._model.window_frames * _SAMPLES_PER_FRAME
+        window_samples = self._model.window_frames * SAMPLES_PER_FRAME
         excess = self._buffer.shape[0] - int(self._settings.audio_max_seconds * SAMPLE_RATE)
         if excess <= 0:
             return
