@@ -10,7 +10,13 @@ same decoding work and differ only in what they prefill:
 - ``reprefill``: the same steps, recomputing the encoder and the whole prompt each step;
 - ``offline``: one pass over the whole utterance, decoding as many tokens as the stream did.
 
-Usage: script/benchmark compute [--seconds 5 10 20 30] [--tokens-per-step 2] [--json FILE]
+Each run is split into encoder, prefill and single-token decoding time, and
+the prefilled tokens into audio and text (the prompt around the audio and the
+answer fed back). Text placed after the audio must be prefilled again whenever
+the audio before it changes, so ``text floor`` (those text tokens at the run's
+own prefill cost per token, plus its decoding) is what any exact reuse costs.
+
+Usage: script/benchmark compute [--seconds 5 10 20 30] [--tokens-per-step 2] [--window S ...] [--json FILE]
 """
 
 from __future__ import annotations
@@ -23,15 +29,17 @@ import sys
 import tempfile
 import time
 import wave
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from wyoming_qwen3.alignment import AlignmentPolicy
 from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
+from wyoming_qwen3.qwen import FRAMES_PER_SECOND, SAMPLE_RATE, QwenAsrModel
 from wyoming_qwen3.random_model import create_random_model
 from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSettings
 
@@ -56,14 +64,47 @@ def speech(seconds: float) -> np.ndarray:
     return np.resize(audio, samples)
 
 
+class TimedModel(QwenAsrModel):
+    """The model, adding up the time spent encoding, prefilling and decoding one token at a time."""
+
+    def __init__(self, model: Any, processor: Any, window_seconds: float | None) -> None:
+        super().__init__(model, processor, torch.device("cpu"), window_seconds)
+        self.seconds: Counter[str] = Counter()
+
+    def encode_window(self, features: torch.Tensor) -> torch.Tensor:
+        began = time.perf_counter()
+        try:
+            return super().encode_window(features)
+        finally:
+            self.seconds["encoder"] += time.perf_counter() - began
+
+    def forward(self, embeds: torch.Tensor, start: int, cache: Any, **kwargs: Any) -> torch.Tensor:
+        began = time.perf_counter()
+        try:
+            return super().forward(embeds, start, cache, **kwargs)
+        finally:
+            self.seconds["prefill" if embeds.shape[1] > 1 else "decode"] += time.perf_counter() - began
+
+
 @dataclass
 class Run:
     variant: str
+    window_s: float
     seconds: float
     steps: int
     total_s: float
     step_times_s: list[float]
     tokens: int
+    audio_tokens_prefilled: int
+    text_tokens_prefilled: int
+    phase_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def text_floor_s(self) -> float:
+        """Prefilling the text again at every step, at this run's cost per token, and decoding."""
+        prefilled = self.audio_tokens_prefilled + self.text_tokens_prefilled
+        per_token = self.phase_s.get("prefill", 0.0) / max(1, prefilled)
+        return self.text_tokens_prefilled * per_token + self.phase_s.get("decode", 0.0)
 
     @property
     def early_step_s(self) -> float:
@@ -76,7 +117,8 @@ class Run:
         return statistics.median(self.step_times_s[-quarter:])
 
 
-def stream(model: QwenAsrModel, audio: np.ndarray, reuse: bool, tokens_per_step: int, chunk: float) -> Run:
+def stream(model: TimedModel, audio: np.ndarray, reuse: bool, tokens_per_step: int, chunk: float) -> Run:
+    model.seconds.clear()
     settings = SimulKvSettings(
         policy=AlignmentPolicy(), step_seconds=chunk, reuse=reuse, fixed_tokens_per_step=tokens_per_step
     )
@@ -92,23 +134,48 @@ def stream(model: QwenAsrModel, audio: np.ndarray, reuse: bool, tokens_per_step:
     times.append(time.perf_counter() - began)
     return Run(
         "simulkv" if reuse else "reprefill",
+        model.window_frames / FRAMES_PER_SECOND,
         audio.shape[0] / SAMPLE_RATE,
-        session.steps,
+        session.stats.steps,
         sum(times),
         times,
         len(session.context_ids),
+        session.stats.audio_tokens_prefilled,
+        session.stats.text_tokens_prefilled,
+        dict(model.seconds),
     )
 
 
-def offline(model: QwenAsrModel, audio: np.ndarray, tokens: int) -> Run:
+def offline(model: TimedModel, audio: np.ndarray, tokens: int) -> Run:
     # A step longer than the audio: feed() only buffers, and finish() is the one pass.
+    model.seconds.clear()
     settings = SimulKvSettings(policy=AlignmentPolicy(), step_seconds=1e9, fixed_tokens_per_step=tokens)
     session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
     began = time.perf_counter()
     session.feed(audio)
     session.finish()
     elapsed = time.perf_counter() - began
-    return Run("offline", audio.shape[0] / SAMPLE_RATE, 1, elapsed, [elapsed], len(session.context_ids))
+    return Run(
+        "offline",
+        model.window_frames / FRAMES_PER_SECOND,
+        audio.shape[0] / SAMPLE_RATE,
+        1,
+        elapsed,
+        [elapsed],
+        len(session.context_ids),
+        session.stats.audio_tokens_prefilled,
+        session.stats.text_tokens_prefilled,
+        dict(model.seconds),
+    )
+
+
+def phases(run: Run) -> str:
+    seconds = run.phase_s
+    return (
+        f"{run.variant:>9}: encoder {seconds.get('encoder', 0):6.1f} s, prefill {seconds.get('prefill', 0):6.1f} s "
+        f"({run.audio_tokens_prefilled} audio + {run.text_tokens_prefilled} text tokens), "
+        f"decode {seconds.get('decode', 0):5.1f} s"
+    )
 
 
 def main() -> None:
@@ -117,39 +184,50 @@ def main() -> None:
     parser.add_argument("--chunk", type=float, default=0.5, help="seconds of audio per step (default: 0.5)")
     parser.add_argument("--tokens-per-step", type=int, default=2)
     parser.add_argument("--shape", default="0.6b", help="random model shape (default: 0.6b)")
+    parser.add_argument(
+        "--window",
+        type=float,
+        nargs="+",
+        default=[None],
+        help="encoder windows (s) to run, each a table (default: the model's own, 8 s)",
+    )
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--json", type=Path, help="also write the runs as JSON")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     model, processor = create_random_model(args.shape)
-    qwen = QwenAsrModel(model.eval(), processor, torch.device("cpu"))
-    print(
-        f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk} s chunks, "
-        f"{args.tokens_per_step} tokens/step",
-        flush=True,
-    )
-    stream(qwen, speech(2.0), True, args.tokens_per_step, args.chunk)  # warm-up
-
     runs: list[Run] = []
-    header = (
-        f"{'audio s':>7} {'steps':>5} {'simulkv s':>9} {'reprefill s':>11} {'offline s':>9} "
-        f"{'simulkv/offline':>15} {'reprefill/offline':>17} {'simulkv step early->late s':>27} "
-        f"{'reprefill step early->late s':>29}"
-    )
-    print(header, flush=True)
-    for seconds in args.seconds:
-        audio = speech(seconds)
-        fast = stream(qwen, audio, True, args.tokens_per_step, args.chunk)
-        slow = stream(qwen, audio, False, args.tokens_per_step, args.chunk)
-        single = offline(qwen, audio, fast.tokens)
-        runs += [fast, slow, single]
+    for window in args.window:
+        qwen = TimedModel(model.eval(), processor, window)
         print(
-            f"{seconds:7.0f} {fast.steps:5d} {fast.total_s:9.2f} {slow.total_s:11.2f} {single.total_s:9.2f} "
-            f"{fast.total_s / single.total_s:15.2f} {slow.total_s / single.total_s:17.2f} "
-            f"{fast.early_step_s:13.3f} -> {fast.late_step_s:.3f} {slow.early_step_s:15.3f} -> {slow.late_step_s:.3f}",
+            f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk} s chunks, "
+            f"{args.tokens_per_step} tokens/step, encoder window {qwen.window_frames / FRAMES_PER_SECOND:g} s",
             flush=True,
         )
+        stream(qwen, speech(2.0), True, args.tokens_per_step, args.chunk)  # warm-up
+        header = (
+            f"{'audio s':>7} {'steps':>5} {'simulkv s':>9} {'reprefill s':>11} {'offline s':>9} "
+            f"{'simulkv/offline':>15} {'reprefill/offline':>17} {'text floor/offline':>18} "
+            f"{'simulkv step early->late s':>27} {'reprefill step early->late s':>29}"
+        )
+        print(header, flush=True)
+        for seconds in args.seconds:
+            audio = speech(seconds)
+            fast = stream(qwen, audio, True, args.tokens_per_step, args.chunk)
+            slow = stream(qwen, audio, False, args.tokens_per_step, args.chunk)
+            single = offline(qwen, audio, fast.tokens)
+            runs += [fast, slow, single]
+            print(
+                f"{seconds:7.0f} {fast.steps:5d} {fast.total_s:9.2f} {slow.total_s:11.2f} {single.total_s:9.2f} "
+                f"{fast.total_s / single.total_s:15.2f} {slow.total_s / single.total_s:17.2f} "
+                f"{fast.text_floor_s / single.total_s:18.2f} "
+                f"{fast.early_step_s:13.3f} -> {fast.late_step_s:.3f} "
+                f"{slow.early_step_s:15.3f} -> {slow.late_step_s:.3f}",
+                flush=True,
+            )
+            for run in (fast, slow, single):
+                print("        " + phases(run), flush=True)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n", encoding="utf-8")
 
