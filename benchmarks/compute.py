@@ -39,9 +39,9 @@ import torch
 
 from wyoming_qwen3.alignment import AlignmentPolicy
 from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.qwen import FRAMES_PER_SECOND, SAMPLE_RATE, QwenAsrModel
+from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
 from wyoming_qwen3.random_model import create_random_model
-from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSettings
+from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings
 
 TEXT = (
     "turn on the kitchen lights and set the living room to twenty one degrees, then close the blinds in "
@@ -132,18 +132,7 @@ def stream(model: TimedModel, audio: np.ndarray, reuse: bool, tokens_per_step: i
     began = time.perf_counter()
     session.finish()
     times.append(time.perf_counter() - began)
-    return Run(
-        "simulkv" if reuse else "reprefill",
-        model.window_frames / FRAMES_PER_SECOND,
-        audio.shape[0] / SAMPLE_RATE,
-        session.stats.steps,
-        sum(times),
-        times,
-        len(session.context_ids),
-        session.stats.audio_tokens_prefilled,
-        session.stats.text_tokens_prefilled,
-        dict(model.seconds),
-    )
+    return finished_run("simulkv" if reuse else "reprefill", model, session, audio, times)
 
 
 def offline(model: TimedModel, audio: np.ndarray, tokens: int) -> Run:
@@ -154,14 +143,20 @@ def offline(model: TimedModel, audio: np.ndarray, tokens: int) -> Run:
     began = time.perf_counter()
     session.feed(audio)
     session.finish()
-    elapsed = time.perf_counter() - began
+    return finished_run("offline", model, session, audio, [time.perf_counter() - began])
+
+
+def finished_run(
+    variant: str, model: TimedModel, session: SimulKvSession, audio: np.ndarray, times: list[float]
+) -> Run:
+    """The record of one run, from its session's statistics and the model's phase times."""
     return Run(
-        "offline",
-        model.window_frames / FRAMES_PER_SECOND,
+        variant,
+        model.window_seconds,
         audio.shape[0] / SAMPLE_RATE,
-        1,
-        elapsed,
-        [elapsed],
+        session.stats.steps,
+        sum(times),
+        times,
         len(session.context_ids),
         session.stats.audio_tokens_prefilled,
         session.stats.text_tokens_prefilled,
@@ -202,7 +197,7 @@ def main() -> None:
         qwen = TimedModel(model.eval(), processor, window)
         print(
             f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk} s chunks, "
-            f"{args.tokens_per_step} tokens/step, encoder window {qwen.window_frames / FRAMES_PER_SECOND:g} s",
+            f"{args.tokens_per_step} tokens/step, encoder window {qwen.window_seconds:g} s",
             flush=True,
         )
         stream(qwen, speech(2.0), True, args.tokens_per_step, args.chunk)  # warm-up

@@ -57,7 +57,7 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
         from .mlx_backend import MlxBackend
 
         return MlxBackend(str(model.path))
-    from .qwen import FRAMES_PER_SECOND, QwenAsrModel
+    from .qwen import QwenAsrModel
     from .simulkv import SimulKvBackend, SimulKvSettings
 
     heads = load_alignment_heads(args, model)
@@ -74,7 +74,7 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
         "Alignment heads: %s; border %.2f s; encoder window %.0f s",
         "from " + str(args.alignment_heads or model.path) if heads else "default",
         border,
-        qwen.window_frames / FRAMES_PER_SECOND,
+        qwen.window_seconds,
     )
     return backend
 

@@ -105,7 +105,7 @@ class QwenAsrModel:
         if window_seconds is None:
             return largest
         chunk = 2 * int(self.audio_config.n_window)  # frames per convolution chunk
-        frames = round(window_seconds * SAMPLE_RATE / SAMPLES_PER_FRAME)
+        frames = round(window_seconds * FRAMES_PER_SECOND)
         if frames <= 0 or frames % chunk or frames > largest:
             raise ValueError(
                 f"encoder window must be a multiple of {chunk / FRAMES_PER_SECOND:g} s "
@@ -113,6 +113,11 @@ class QwenAsrModel:
                 f"not {window_seconds:g} s"
             )
         return frames
+
+    @property
+    def window_seconds(self) -> float:
+        """The encoder attention window in seconds."""
+        return self.window_frames / FRAMES_PER_SECOND
 
     @classmethod
     def load(cls, path: Path, device: str = "auto", window_seconds: float | None = None) -> QwenAsrModel:

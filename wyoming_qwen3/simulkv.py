@@ -54,8 +54,6 @@ class SessionStats:
     #: Prefilled so far: audio tokens, and text (the prompt around the audio, the answer fed back).
     audio_tokens_prefilled: int = 0
     text_tokens_prefilled: int = 0
-    #: Single-token decoder passes so far.
-    decode_passes: int = 0
 
 
 class SimulKvBackend(Backend):
@@ -226,7 +224,6 @@ class SimulKvSession(StreamingSession):
                 break  # no token follows: its forward would be computed for nothing
             recorder = AttentionRecorder(self._heads_by_layer)
             logits = model.forward(model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder)
-            self.stats.decode_passes += 1
             position += 1
         self._committed += new_tokens
         self._context += new_tokens
