@@ -140,15 +140,20 @@ def word_salad(count: int, seed: int) -> list[str]:
 
 
 def speak(text: str, voice: str, speed: int, pitch: int) -> np.ndarray:
-    """espeak-ng speech at 16 kHz mono float32."""
+    """espeak-ng speech at 16 kHz mono float32, the same for the same arguments on every call."""
     wav = subprocess.run(
         ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "--stdout", text],
         check=True,
         capture_output=True,
     ).stdout
+    return _to_16khz(["-t", "wav"], wav)
+
+
+def _to_16khz(input_format: list[str], data: bytes) -> np.ndarray:
+    # No dither (-D): sox's dither made the same speech differ from run to run.
     raw = subprocess.run(
-        ["sox", "-t", "wav", "-", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-t", "raw", "-e", "signed", "-"],
-        input=wav,
+        ["sox", "-D", *input_format, "-", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-t", "raw", "-e", "signed", "-"],
+        input=data,
         check=True,
         capture_output=True,
     ).stdout
