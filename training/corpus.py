@@ -7,8 +7,12 @@ training set never has, and voices are held out whole.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import random
 import subprocess
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,6 +143,141 @@ def word_salad(count: int, seed: int) -> list[str]:
     return [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8))) for _ in range(count)]
 
 
+@dataclass(frozen=True)
+class Speech:
+    """espeak-ng speech of a text at 16 kHz, and where espeak-ng says each word begins."""
+
+    text: str
+    audio: np.ndarray
+    #: (characters of ``text`` before the word, seconds into ``audio``), in order. espeak-ng
+    #: marks word groups: an unstressed "the" is spoken inside the word event before it.
+    word_starts: list[tuple[int, float]]
+
+    def cut_inside_word(self, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+        """The audio cut in the first half of a random word, and the text wholly heard before it.
+
+        What a streaming step sees mid-utterance; training on it teaches the model
+        to write only what it has heard instead of finishing the sentence.
+        """
+        index = int(rng.integers(len(self.word_starts)))
+        characters, start = self.word_starts[index]
+        ends = [start for _, start in self.word_starts[1:]] + [len(self.audio) / SAMPLE_RATE]
+        following = ends[index]
+        at = max(start + rng.uniform(0.0, 0.5) * (following - start), _SHORTEST_CUT_SECONDS)
+        return self.audio[: int(at * SAMPLE_RATE)], self.text[:characters].strip()
+
+
+#: Shorter audio than this gives the encoder next to nothing to attend to.
+_SHORTEST_CUT_SECONDS = 0.2
+
+
+class _Event(ctypes.Structure):
+    """espeak_EVENT of speak_lib.h."""
+
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("unique_identifier", ctypes.c_uint),
+        ("text_position", ctypes.c_int),
+        ("length", ctypes.c_int),
+        ("audio_position", ctypes.c_int),
+        ("sample", ctypes.c_int),
+        ("user_data", ctypes.c_void_p),
+        ("id", ctypes.c_char * 8),
+    ]
+
+
+class _Voice(ctypes.Structure):
+    """espeak_VOICE of speak_lib.h."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("languages", ctypes.c_char_p),
+        ("identifier", ctypes.c_char_p),
+        ("gender", ctypes.c_ubyte),
+        ("age", ctypes.c_ubyte),
+        ("variant", ctypes.c_ubyte),
+        ("xx1", ctypes.c_ubyte),
+        ("score", ctypes.c_int),
+        ("spare", ctypes.c_void_p),
+    ]
+
+
+_SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event))
+_AUDIO_OUTPUT_SYNCHRONOUS, _INITIALIZE_DONT_EXIT = 2, 0x8000
+_EVENT_LIST_TERMINATED, _EVENT_WORD = 0, 1
+_RATE, _PITCH = 1, 3
+_POS_CHARACTER, _PHONEMES, _ENDPAUSE = 1, 0x100, 0x1000
+
+
+class Espeak:
+    """libespeak-ng in this process: espeak-ng's synthesis, with the word events its command hides.
+
+    For training only: the library keeps state from one utterance to the next,
+    so its samples differ slightly from a fresh ``espeak-ng`` process's (which
+    is why :func:`speak`, used for evaluation, runs the command). The library
+    holds one voice for the whole process, so calls are serialized.
+    """
+
+    def __init__(self) -> None:
+        self._library = ctypes.CDLL(ctypes.util.find_library("espeak-ng") or "libespeak-ng.so.1")
+        self.rate = self._library.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, None, _INITIALIZE_DONT_EXIT)
+        if self.rate <= 0:
+            raise RuntimeError("libespeak-ng did not initialize")
+        self._lock = threading.Lock()
+        self._samples: list[np.ndarray] = []
+        self._words: list[tuple[int, int]] = []
+        self._callback = _SynthCallback(self._receive)  # kept: the library calls it later
+        self._library.espeak_SetSynthCallback(self._callback)
+
+    def _receive(self, wav: ctypes.Array, count: int, events: ctypes.Array) -> int:
+        if wav and count > 0:
+            self._samples.append(np.ctypeslib.as_array(wav, shape=(count,)).copy())
+        index = 0
+        while events[index].type != _EVENT_LIST_TERMINATED:
+            if events[index].type == _EVENT_WORD:
+                self._words.append((events[index].text_position - 1, events[index].sample))
+            index += 1
+        return 0
+
+    def _set_voice(self, voice: str) -> None:
+        """By name or file, else by language, as the espeak-ng command's ``-v`` does."""
+        if self._library.espeak_SetVoiceByName(voice.encode()) == 0:
+            return
+        wanted = _Voice(languages=voice.encode())
+        if self._library.espeak_SetVoiceByProperties(ctypes.byref(wanted)) != 0:
+            raise ValueError(f"espeak-ng has no voice {voice!r}")
+
+    def samples(self, text: str, voice: str, speed: int, pitch: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """16-bit samples at ``self.rate`` and (characters before, first sample) of each word."""
+        with self._lock:
+            self._samples, self._words = [], []
+            self._set_voice(voice)
+            self._library.espeak_SetParameter(_RATE, speed, 0)
+            self._library.espeak_SetParameter(_PITCH, pitch, 0)
+            encoded = text.encode()
+            self._library.espeak_Synth(
+                encoded, len(encoded) + 1, 0, _POS_CHARACTER, 0, _PHONEMES | _ENDPAUSE, None, None
+            )
+            self._library.espeak_Synchronize()
+            return np.concatenate(self._samples).astype("<i2"), self._words
+
+    def speak(self, text: str, voice: str, speed: int, pitch: int) -> Speech:
+        samples, words = self.samples(text, voice, speed, pitch)
+        audio = _to_16khz(["-t", "raw", "-r", str(self.rate), "-e", "signed", "-b", "16", "-c", "1"], samples.tobytes())
+        return Speech(text, audio, [(characters, sample / self.rate) for characters, sample in words])
+
+
+@functools.cache
+def espeak() -> Espeak:
+    """The process's one libespeak-ng (the library itself is process-wide state)."""
+    return Espeak()
+
+
+def speak_timed(text: str, voice: str, speed: int, pitch: int) -> Speech:
+    """Training speech: espeak-ng audio with the times its words begin."""
+    return espeak().speak(text, voice, speed, pitch)
+
+
 def speak(text: str, voice: str, speed: int, pitch: int) -> np.ndarray:
     """espeak-ng speech at 16 kHz mono float32, the same for the same arguments on every call."""
     wav = subprocess.run(
@@ -151,8 +290,9 @@ def speak(text: str, voice: str, speed: int, pitch: int) -> np.ndarray:
 
 def _to_16khz(input_format: list[str], data: bytes) -> np.ndarray:
     # No dither (-D): sox's dither made the same speech differ from run to run.
+    output = ["-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", "-"]
     raw = subprocess.run(
-        ["sox", "-D", *input_format, "-", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-t", "raw", "-e", "signed", "-"],
+        ["sox", "-D", *input_format, "-", *output],
         input=data,
         check=True,
         capture_output=True,
@@ -160,11 +300,13 @@ def _to_16khz(input_format: list[str], data: bytes) -> np.ndarray:
     return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
 
 
-def augment(audio: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def augment(speech: Speech, rng: np.random.Generator) -> Speech:
     """Gain, background noise (15-45 dB SNR) and leading/trailing silence."""
-    audio = audio * rng.uniform(0.25, 1.0)
+    audio = speech.audio * rng.uniform(0.25, 1.0)
     lead, trail = (np.zeros(int(rng.uniform(0.0, 0.4) * SAMPLE_RATE), np.float32) for _ in range(2))
     audio = np.concatenate([lead, audio, trail])
     power = float(np.mean(audio**2)) + 1e-9
     noise = rng.standard_normal(audio.shape[0]).astype(np.float32) * np.sqrt(power / 10 ** (rng.uniform(15, 45) / 10))
-    return np.clip(audio + noise, -1.0, 1.0).astype(np.float32)
+    noisy = np.clip(audio + noise, -1.0, 1.0).astype(np.float32)
+    shift = lead.shape[0] / SAMPLE_RATE
+    return Speech(speech.text, noisy, [(characters, start + shift) for characters, start in speech.word_starts])

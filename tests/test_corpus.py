@@ -1,0 +1,60 @@
+"""Training and benchmark speech: repeatable, and with word times that match the words."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from training.corpus import SAMPLE_RATE, augment, speak, speak_timed
+
+TEXT = "set the kitchen temperature to twenty five degrees"
+
+
+def test_speech_is_the_same_on_every_call() -> None:
+    # Benchmarks compare runs; sox's default dither made them differ.
+    assert np.array_equal(speak(TEXT, "en-gb", 160, 50), speak(TEXT, "en-gb", 160, 50))
+
+
+def test_timed_speech_is_the_commands_speech_with_its_voice_and_speed() -> None:
+    for speed in (130, 200):
+        timed = speak_timed(TEXT, "en-gb-scotland+f2", speed, 40)
+        spoken = speak(TEXT, "en-gb-scotland+f2", speed, 40)
+        assert abs(len(timed.audio) - len(spoken)) < 0.05 * len(spoken)
+    slow, fast = (len(speak_timed(TEXT, "en-us", s, 50).audio) for s in (120, 220))
+    assert slow > 1.5 * fast
+
+
+def test_word_starts_are_in_order_at_word_boundaries() -> None:
+    speech = speak_timed(TEXT, "en-us+m1", 170, 50)
+    characters = [c for c, _ in speech.word_starts]
+    times = [t for _, t in speech.word_starts]
+    assert characters[0] == 0 and times[0] < 0.1
+    assert all(TEXT[c - 1] == " " for c in characters[1:])
+    assert characters == sorted(set(characters)) and times == sorted(times)
+    # espeak-ng groups unstressed words with their neighbour, but not many of them.
+    assert len(characters) >= len(TEXT.split()) - 2
+    assert times[-1] < len(speech.audio) / SAMPLE_RATE - 0.2
+
+
+def test_a_cut_inside_a_word_hears_only_the_words_before_it() -> None:
+    speech = speak_timed(TEXT, "en-us", 160, 50)
+    starts = dict(speech.word_starts)
+    rng = np.random.default_rng(0)
+    heard_lengths = set()
+    for _ in range(30):
+        audio, heard = speech.cut_inside_word(rng)
+        assert TEXT.startswith(heard) and (heard == "" or TEXT[len(heard)] == " ")
+        cut_word = len(heard) + 1 if heard else 0
+        assert audio.shape[0] >= starts[cut_word] * SAMPLE_RATE
+        heard_lengths.add(len(heard))
+    assert len(heard_lengths) > 3
+
+
+def test_augmented_speech_keeps_its_word_times() -> None:
+    speech = speak_timed(TEXT, "en-us", 160, 50)
+    louder = augment(speech, np.random.default_rng(3))
+    shift = louder.word_starts[0][1] - speech.word_starts[0][1]
+    assert shift >= 0
+    for (c, t), (c2, t2) in zip(speech.word_starts, louder.word_starts, strict=True):
+        assert c == c2 and abs(t2 - t - shift) < 1e-9
+    lead = int(shift * SAMPLE_RATE)
+    assert np.abs(louder.audio[:lead]).max(initial=0) < 0.05
