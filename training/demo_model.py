@@ -17,7 +17,6 @@ import math
 import random
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from .corpus import (
     augment,
     commands,
     speak,
+    speak_timed,
     word_salad,
 )
 
@@ -66,6 +66,9 @@ class Example:
     features: torch.Tensor  # [128, frames]
     text: str
     voice: str
+    #: The audio cut inside a word, and the words wholly heard before the cut.
+    prefix_features: torch.Tensor | None = None
+    prefix_text: str = ""
 
 
 def tokenizer_corpus() -> list[str]:
@@ -76,42 +79,42 @@ def tokenizer_corpus() -> list[str]:
 
 def synthesize_examples(qwen: QwenAsrModel, texts_voices, seed: int, augmented: bool) -> list[Example]:  # noqa: ANN001
     rng = np.random.default_rng(seed)
-    settings = [(t, v, int(rng.integers(130, 200)), int(rng.integers(30, 70))) for t, v in texts_voices]
-
-    def one(item: tuple[str, str, int, int]) -> tuple[str, str, np.ndarray]:
-        text, voice, speed, pitch = item
-        return text, voice, speak(text, voice, speed, pitch)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        spoken = list(pool.map(one, settings))
     examples = []
-    for text, voice, audio in spoken:
+    for text, voice in texts_voices:
+        speech = speak_timed(text, voice, int(rng.integers(130, 200)), int(rng.integers(30, 70)))
         if augmented:
-            audio = augment(audio, rng)
-        examples.append(Example(qwen.features(audio).clone(), text, voice))
+            speech = augment(speech, rng)
+        prefix, heard = speech.cut_inside_word(rng)
+        examples.append(Example(qwen.features(speech.audio).clone(), text, voice, qwen.features(prefix).clone(), heard))
     return examples
 
 
 class Trainer:
     """Teacher-forced next-token training on prompt + audio + answer."""
 
-    def __init__(self, qwen: QwenAsrModel) -> None:
+    def __init__(self, qwen: QwenAsrModel, prefix_fraction: float) -> None:
         self.qwen = qwen
+        self.prefix_fraction = prefix_fraction
         self.thinker = qwen.thinker
         self.tokenizer = qwen.tokenizer
         self.rng = random.Random(0)
 
     def sample(self, example: Example) -> tuple[torch.Tensor, list[int], int]:
         """Input embeddings, answer ids and where the answer starts."""
+        features, text = example.features, example.text
+        # A streaming step transcribes audio that stops mid-sentence, often mid-word; trained on
+        # whole utterances only, the model finished the sentence from the grammar instead.
+        if example.prefix_features is not None and self.rng.random() < self.prefix_fraction:
+            features, text = example.prefix_features, example.prefix_text
         forced = self.rng.random() < 0.5
         context = ", ".join(self.rng.sample(AREAS + DEVICES, 3)) if self.rng.random() < 0.3 else ""
         prompt = self.qwen.prompt_ids(context, "English" if forced else None)
-        answer = ("" if forced else "language English<asr_text>") + example.text
+        answer = ("" if forced else "language English<asr_text>") + text
         answer_ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"] + [
             self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         ]
         audio = self.thinker.audio_tower(
-            self.spec_augment(example.features), feature_lens=torch.tensor([example.features.shape[1]])
+            self.spec_augment(features), feature_lens=torch.tensor([features.shape[1]])
         ).last_hidden_state
         embeds = torch.cat(
             [self.qwen.embed_tokens(prompt.prefix)[0], audio, self.qwen.embed_tokens(prompt.suffix + answer_ids)[0]]
@@ -187,6 +190,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("wyoming_qwen3/demo"))
     parser.add_argument("--salad", type=float, default=0.3, help="fraction of word-salad utterances (default: 0.3)")
     parser.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default: 2e-3)")
+    parser.add_argument(
+        "--prefix", type=float, default=0.5, help="fraction of steps on audio cut mid-utterance (default: 0.5)"
+    )
+    parser.add_argument(
+        "--border", type=float, default=2.0, help="AlignAtt border in seconds saved with the model (default: 2.0)"
+    )
     parser.add_argument("--init", type=Path, help="continue training this demo model instead of starting afresh")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -211,13 +220,13 @@ def main() -> None:
     train_voices = [a + v for a in TRAIN_ACCENTS for v in TRAIN_VARIANTS]
     salad = int(args.train * args.salad)
     texts = [c.text for c in commands(args.train - salad, False, seed=1)] + word_salad(salad, seed=4)
-    trainer = Trainer(QwenAsrModel(model, processor, torch.device("cpu")))
+    trainer = Trainer(QwenAsrModel(model, processor, torch.device("cpu")), args.prefix)
     train = synthesize_examples(trainer.qwen, [(t, rng.choice(train_voices)) for t in texts], 1, True)
     heldout_commands = commands(100, True, seed=2)
     heldout_pairs = [(c.text, HELDOUT_VOICES[i % len(HELDOUT_VOICES)]) for i, c in enumerate(heldout_commands)]
     print(f"synthesized {len(train)} utterances in {time.time() - began:.0f} s", flush=True)
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     budget = args.minutes * 60
     train_began = time.time()
     step = 0
@@ -256,7 +265,7 @@ def main() -> None:
     # dining room" attended 0.3-1.5 s of 2.2 s) and never heard partial audio, so at the default
     # 0.5 s border it writes words it has not heard yet. Streamed held-out WER by border, against
     # 6.9% offline: 1.5 s 15.2%, 2.0 s 7.7%, 2.5 s 6.9% (partials before the end: 30, 6, 0 of 100).
-    AlignmentHeads(heads.heads, border_seconds=2.0).save(args.out / "alignment_heads.json")
+    AlignmentHeads(heads.heads, border_seconds=args.border).save(args.out / "alignment_heads.json")
     (args.out / "heldout.json").write_text(
         json.dumps({"utterances": [{"text": t, "voice": v} for t, v in heldout_pairs]}, indent=1) + "\n"
     )
@@ -264,6 +273,7 @@ def main() -> None:
         "made_by": "script/make-demo-model " + " ".join(sys.argv[1:]),
         "continued_from": previous_card,
         "word_salad_fraction": args.salad,
+        "prefix_fraction": args.prefix,
         "parameters": params,
         "train_utterances": len(train),
         "train_voices": train_voices,
