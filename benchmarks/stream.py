@@ -33,6 +33,11 @@ class Reply:
     def final_latency_s(self) -> float:
         return self.transcript_s - self.last_audio_s
 
+    @property
+    def partial_before_end(self) -> bool:
+        """Whether words arrived while the speaker was still speaking."""
+        return self.first_chunk_s is not None and self.first_chunk_s < self.last_audio_s
+
 
 async def stream(
     host: str, port: int, audio: bytes, *, chunk_ms: int = 10, speed: float = 1.0, language: str | None = "en"

@@ -5,7 +5,7 @@ and voices the model never heard in training; they are spoken again here with
 espeak-ng, then transcribed offline in-process and streamed through a real
 server in 10 ms chunks as Home Assistant sends them.
 
-Usage: script/benchmark wer [--speed 1.0] [--limit N] [--json FILE]
+Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--border-seconds S] [--json FILE]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from training.corpus import speak
+from training.corpus import SAMPLE_RATE, speak
 from training.demo_model import normalize, wer
 from wyoming_qwen3.models import resolve_model
 from wyoming_qwen3.qwen import QwenAsrModel
@@ -29,33 +29,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--speed", type=float, default=1.0, help="x real time for streaming (default: 1.0)")
     parser.add_argument("--limit", type=int, help="only the first N utterances")
+    parser.add_argument("--model", default="demo", help="the demo model or a folder like it (default: demo)")
+    parser.add_argument("--border-seconds", type=float, help="override the model's AlignAtt border")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    model = resolve_model("demo", [], Path("."))
+    model = resolve_model(args.model, [], Path("."))
     heldout = json.loads((model.path / "heldout.json").read_text())["utterances"][: args.limit]
     audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
     qwen = QwenAsrModel.load(model.path, "cpu")
     offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]
 
     with tempfile.TemporaryDirectory() as folder:
-        server = start_server(Path("demo"), Path(folder) / "server.log")
+        extra = [] if args.border_seconds is None else ["--border-seconds", str(args.border_seconds)]
+        server = start_server(Path(args.model), Path(folder) / "server.log", *extra)
         try:
             replies = [asyncio.run(stream(server.host, server.port, pcm16(a), speed=args.speed)) for a in audio]
         finally:
             server.stop()
     streamed = [(u["text"], r.text) for u, r in zip(heldout, replies, strict=True)]
+    longer = [r for r, a in zip(replies, audio, strict=True) if len(a) > 2 * SAMPLE_RATE]
+    early = sum(r.partial_before_end for r in longer)
     same = sum(normalize(o) == normalize(s) for (_, o), (_, s) in zip(offline, streamed, strict=True))
     result = {
         "utterances": len(heldout),
         "wer_offline": round(wer(offline), 4),
         "wer_streaming": round(wer(streamed), 4),
         "streaming_equals_offline": same,
+        "partials_before_end_on_utterances_over_2s": f"{early}/{len(longer)}",
         "speed": args.speed,
+        "border_seconds": args.border_seconds,
     }
     print(
         f"{len(heldout)} held-out utterances: WER offline {result['wer_offline']:.1%}, "
-        f"streamed {result['wer_streaming']:.1%}; {same} streamed transcripts equal the offline ones"
+        f"streamed {result['wer_streaming']:.1%}; {same} streamed transcripts equal the offline ones; "
+        f"partial words before the end on {early} of {len(longer)} utterances over 2 s"
     )
     for (reference, o), (_, s) in zip(offline, streamed, strict=True):
         if normalize(o) != normalize(reference) or normalize(s) != normalize(reference):
