@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,11 @@ def test_encoder_window_the_model_does_not_know_is_refused_at_startup(tiny_model
     assert result.returncode == 2
     assert "--encoder-window: encoder window must be a multiple of 1 s up to 2 s, not 1.5 s" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_model_folder_may_be_given_relative_to_the_working_directory(tiny_model: Path) -> None:
+    from wyoming_qwen3.models import resolve_model
+
+    relative = Path(os.path.relpath(tiny_model))
+    resolved = resolve_model(str(relative), [], Path("."))
+    assert resolved.path == relative and resolved.url == tiny_model.resolve().as_uri()

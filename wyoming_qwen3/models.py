@@ -85,7 +85,9 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
     folder = Path(model).expanduser()
     if folder.is_dir():
         _check_model_folder(folder)
-        return ResolvedModel(name=folder.name, path=folder, description=f"Qwen3-ASR from {folder}", url=folder.as_uri())
+        return ResolvedModel(
+            name=folder.name, path=folder, description=f"Qwen3-ASR from {folder}", url=folder.resolve().as_uri()
+        )
 
     entry = CATALOGUE.get(model) or next((m for m in CATALOGUE.values() if m.name.lower() == model.lower()), None)
     if entry is None:
