@@ -9,7 +9,7 @@ wyoming-faster-whisper where it can be installed offline with a packaged model,
 and N = 1, 2, 4, 8 concurrent streaming clients, checked for lost or mixed-up
 transcripts.
 
-Usage: script/benchmark latency [--model demo] [--speed 1.0] [--out DIR]
+Usage: script/benchmark latency [--model demo] [--speed 1.0] [--border-seconds S] [--out DIR]
 (writes DIR/latency.json and DIR/latency.png; default DIR: local/benchmark)
 """
 
@@ -163,13 +163,15 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=1.0, help="x real time (default: 1.0, as HA sends)")
     parser.add_argument("--limit", type=int, default=40, help="utterances (default: 40)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--border-seconds", type=float, help="override the model's AlignAtt border")
     parser.add_argument("--out", type=Path, default=Path("local/benchmark"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
     model = resolve_model(args.model, [], Path("."))
     utterances = corpus(model.path, args.limit)
-    server = start_server(Path(args.model), args.out / "server.log")
+    extra = [] if args.border_seconds is None else ["--border-seconds", str(args.border_seconds)]
+    server = start_server(Path(args.model), args.out / "server.log", *extra)
     port = server.port
     try:
         asyncio.run(stream("127.0.0.1", port, utterances[0].audio, speed=10.0))  # warm-up
@@ -209,6 +211,7 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {platform.system()}",
         "date": time.strftime("%Y-%m-%d"),
         "model": args.model,
+        "border_seconds": args.border_seconds,
         "utterances": len(rows),
         "median_first_chunk_ms": round(statistics.median(r.first_chunk_s for r in rows if r.first_chunk_s) * 1000, 1)
         if any(r.first_chunk_s for r in rows)
