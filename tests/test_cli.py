@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from wyoming_qwen3.alignment import AlignmentHeads, AlignmentPolicy
 from wyoming_qwen3.cli import env_name, parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +38,8 @@ def test_help_lists_every_option_with_its_environment_variable() -> None:
         "--data-dir",
         "--download-dir",
         "--encoder-window",
+        "--border-seconds",
+        "--min-probability",
         "--debug",
         "--log-format",
     ):
@@ -49,6 +54,7 @@ def test_environment_variables_set_options(tmp_path: Path) -> None:
         "WYOMING_QWEN3_ZEROCONF": "1",
         "WYOMING_QWEN3_DATA_DIR": str(tmp_path),
         "WYOMING_QWEN3_MAX_AUDIO_SECONDS": "12.5",
+        "WYOMING_QWEN3_MIN_PROBABILITY": "0.9",
     }
     args = parse_args([], environ)
     assert args.uri == "tcp://127.0.0.1:1234"
@@ -56,6 +62,7 @@ def test_environment_variables_set_options(tmp_path: Path) -> None:
     assert args.zeroconf == "qwen3-asr"
     assert args.data_dir == [tmp_path] and args.download_dir == tmp_path
     assert args.max_audio_seconds == 12.5
+    assert args.min_probability == 0.9
     # The command line wins over the environment.
     assert parse_args(["--uri", "stdio://"], environ).uri == "stdio://"
 
@@ -106,3 +113,19 @@ def test_model_folder_may_be_given_relative_to_the_working_directory(tiny_model:
     relative = Path(os.path.relpath(tiny_model))
     resolved = resolve_model(str(relative), [], Path("."))
     assert resolved.path == relative and resolved.url == tiny_model.resolve().as_uri()
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5"])
+def test_a_least_probability_outside_0_to_1_is_refused(value: str) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--min-probability", value], {})
+
+
+def test_policy_thresholds_come_from_the_flags_then_the_heads_file_then_the_defaults() -> None:
+    tuned = AlignmentHeads(((0, 0),), border_seconds=2.0, min_probability=0.9)
+    assert AlignmentPolicy.for_model(None) == AlignmentPolicy()
+    assert AlignmentPolicy.for_model(tuned) == AlignmentPolicy(border_seconds=2.0, min_probability=0.9)
+    flags = parse_args(["--border-seconds", "1", "--min-probability", "0"], {})
+    assert AlignmentPolicy.for_model(tuned, flags.border_seconds, flags.min_probability) == AlignmentPolicy(
+        border_seconds=1.0, min_probability=0.0
+    )

@@ -192,6 +192,46 @@ def test_a_token_looking_well_before_the_end_is_emitted_while_streaming(scripted
     assert s.finish().words == SCRIPT_TEXT.split()[-1:]
 
 
+def test_a_token_the_model_is_unsure_of_is_held_back_and_flushed_by_finish(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", 0)  # well before the end: only the probability holds it
+    # The scripted model gives each of its tokens a probability of 0.88.
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5, min_probability=0.95), language=None)
+    audio = noise(2.0)
+    assert [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])] == []
+    assert " ".join(s.finish().words) == SCRIPT_TEXT
+
+
+def test_the_least_probability_compares_with_the_greedy_tokens_probability() -> None:
+    logits = torch.tensor([2.0, 0.0, -1.0])  # softmax: 0.84, 0.11, 0.04
+    assert AlignmentPolicy(min_probability=0.9).unsure(logits)
+    assert not AlignmentPolicy(min_probability=0.8).unsure(logits)
+    assert not AlignmentPolicy().unsure(torch.zeros(1000))  # off by default
+
+
+def test_finish_decodes_a_word_begun_but_not_sent_again(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", 0)
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
+    audio = noise(2.0)
+    streamed = [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])]
+    assert streamed == SCRIPT_TEXT.split()[:-1]
+    # The last word is committed but not sent. Make it a wrong guess, as a small model writes on
+    # little audio: a word token the script never writes, after which the scripted model stops.
+    tokenizer = scripted.tokenizer
+    last = tokenizer(" " + SCRIPT_TEXT.split()[-1], add_special_tokens=False)["input_ids"]
+    assert s._committed[-len(last) :] == last
+    wrong = next(
+        i
+        for t, i in sorted(tokenizer.get_vocab().items())
+        if t.startswith("Ġ") and t[1:].isalpha() and i not in s._committed
+    )
+    for tokens in (s._committed, s._context):
+        tokens[-len(last) :] = [wrong]
+    del s._times[-len(last) + 1 :]
+    assert s.finish().words == SCRIPT_TEXT.split()[-1:]
+
+
 def test_attention_jumping_back_discards_the_steps_tokens(scripted, monkeypatch) -> None:
     monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5, rewind_seconds=1.0), language=None)
@@ -234,6 +274,12 @@ def test_alignment_heads_file_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "heads.json"
     heads.save(path)
     assert AlignmentHeads.load(path) == heads
+    tuned = AlignmentHeads(((1, 0),), border_seconds=0.75, min_probability=0.9)
+    tuned.save(path)
+    assert AlignmentHeads.load(path) == tuned
+    path.write_text('{"alignment_heads_compact": [[1, 0]], "min_probability": 2}')
+    with pytest.raises(ValueError, match="min_probability"):
+        AlignmentHeads.load(path)
     assert heads.by_layer == {1: [0, 3], 0: [2]}
     path.write_text('{"something": 1}')
     with pytest.raises(ValueError, match="alignment_heads_compact"):

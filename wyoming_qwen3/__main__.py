@@ -61,19 +61,18 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
     from .simulkv import SimulKvBackend, SimulKvSettings
 
     heads = load_alignment_heads(args, model)
-    border = args.border_seconds
-    if border is None:
-        border = heads.border_seconds if heads and heads.border_seconds is not None else AlignmentPolicy.border_seconds
-    settings = SimulKvSettings(policy=AlignmentPolicy(border_seconds=border))
+    policy = AlignmentPolicy.for_model(heads, args.border_seconds, args.min_probability)
+    settings = SimulKvSettings(policy=policy)
     try:
         qwen = QwenAsrModel.load(model.path, args.device, args.encoder_window)
     except ValueError as err:  # an encoder window the model does not know
         raise StartupError(f"--encoder-window: {err}") from err
     backend = SimulKvBackend(qwen, heads, settings)
     _LOGGER.info(
-        "Alignment heads: %s; border %.2f s; encoder window %.0f s",
+        "Alignment heads: %s; border %.2f s; least probability %.2f; encoder window %.0f s",
         "from " + str(args.alignment_heads or model.path) if heads else "default",
-        border,
+        policy.border_seconds,
+        policy.min_probability,
         qwen.window_seconds,
     )
     return backend

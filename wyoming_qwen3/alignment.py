@@ -36,6 +36,9 @@ class AlignmentHeads:
     #: The border that suits this model's alignment, if the file says (small
     #: models align loosely and need a wider one than the default 0.5 s).
     border_seconds: float | None = None
+    #: The least probability of a token emitted before the end, if the file says
+    #: (a small model guesses early words it has barely heard; see AlignmentPolicy).
+    min_probability: float | None = None
 
     @property
     def by_layer(self) -> dict[int, list[int]]:
@@ -54,12 +57,17 @@ class AlignmentHeads:
         border = data.get("border_seconds")
         if border is not None and (not isinstance(border, int | float) or border < 0):
             raise ValueError(f"{path}: border_seconds must be a non-negative number")
-        return cls(tuple((int(layer), int(head)) for layer, head in pairs), border)
+        least = data.get("min_probability")
+        if least is not None and (not isinstance(least, int | float) or not 0 <= least <= 1):
+            raise ValueError(f"{path}: min_probability must be a number from 0 to 1")
+        return cls(tuple((int(layer), int(head)) for layer, head in pairs), border, least)
 
     def save(self, path: Path) -> None:
         data: dict[str, object] = {"alignment_heads_compact": [list(p) for p in self.heads]}
         if self.border_seconds is not None:
             data["border_seconds"] = self.border_seconds
+        if self.min_probability is not None:
+            data["min_probability"] = self.min_probability
         path.write_text(json.dumps(data) + "\n", encoding="utf-8")
 
     @classmethod
@@ -134,6 +142,22 @@ class AlignmentPolicy:
     #: the step's tokens are discarded (rewind), as in the SimulStreaming reference.
     rewind_seconds: float = 2.0
     tokens_per_second: float = AUDIO_TOKENS_PER_SECOND
+    #: A token the model gives less than this probability waits for more audio.
+    #: Off by default (as in the SimulStreaming reference); the demo model needs it:
+    #: its wrong early guesses ("side room" for "stop the music") are its unsure ones.
+    min_probability: float = 0.0
+
+    @classmethod
+    def for_model(
+        cls, heads: AlignmentHeads | None, border_seconds: float | None = None, min_probability: float | None = None
+    ) -> AlignmentPolicy:
+        """The thresholds given, else the heads file's, else the defaults."""
+        if border_seconds is None:
+            border_seconds = heads.border_seconds if heads and heads.border_seconds is not None else cls.border_seconds
+        if min_probability is None:
+            file_value = heads.min_probability if heads else None
+            min_probability = file_value if file_value is not None else cls.min_probability
+        return cls(border_seconds=border_seconds, min_probability=min_probability)
 
     def attended_token(self, attention: torch.Tensor) -> int:
         """The median over heads of each head's most-attended audio token."""
@@ -141,6 +165,12 @@ class AlignmentPolicy:
 
     def at_border(self, attended: int, audio_tokens: int) -> bool:
         return audio_tokens - attended <= self.border_seconds * self.tokens_per_second
+
+    def unsure(self, logits: torch.Tensor) -> bool:
+        """Whether the greedy token's probability is under min_probability."""
+        if self.min_probability <= 0:
+            return False
+        return float(torch.softmax(logits.float(), dim=-1).max()) < self.min_probability
 
     def jumped_back(self, attended: int, previous: int | None) -> bool:
         return previous is not None and previous - attended > self.rewind_seconds * self.tokens_per_second

@@ -107,6 +107,14 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     _add(
         parser,
         env,
+        "--min-probability",
+        type=float,
+        help="simulkv: a token the model gives less than this probability waits for more audio "
+        "(default: the heads file's min_probability, else 0: off)",
+    )
+    _add(
+        parser,
+        env,
         "--encoder-window",
         type=float,
         metavar="SECONDS",
@@ -143,4 +151,6 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
             parser.error(f"{flag} must be greater than zero")
     if args.border_seconds is not None and args.border_seconds < 0:
         parser.error("--border-seconds must not be negative")
+    if args.min_probability is not None and not 0 <= args.min_probability <= 1:
+        parser.error("--min-probability must be from 0 to 1")
     return args

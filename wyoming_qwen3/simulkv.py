@@ -3,7 +3,8 @@
 Each step (every ``step_seconds`` of new audio) decodes greedily from what is
 already committed and emits tokens while the alignment heads show the model
 reading audio well before the end of the buffer; a token that looks at the
-last ``border_seconds`` waits for more audio. Emitted tokens are final.
+last ``border_seconds``, or that the model is unsure of (``min_probability``),
+waits for more audio. Emitted tokens are final.
 
 The decoder sequence is ``prefix | audio | suffix | committed text | new``.
 Its KV cache is kept across steps and cropped, not rebuilt: the prompt prefix
@@ -148,6 +149,7 @@ class SimulKvSession(StreamingSession):
 
     def finish(self) -> FinalWords:
         if self._buffer.shape[0] > 0:
+            self._forget_unsent_word()
             self._step(final=True)
         words = self._new_words(final=True)
         return FinalWords(words=words, language=self.language)
@@ -215,7 +217,7 @@ class SimulKvSession(StreamingSession):
                     _LOGGER.debug("Rewind: attention jumped from token %s to %s", previous, attended)
                     new_tokens, new_times = [], []
                     break
-                if not final and self._policy.at_border(attended, audio_tokens):
+                if not final and (self._policy.at_border(attended, audio_tokens) or self._policy.unsure(logits)):
                     break
             new_tokens.append(token)
             new_times.append(self.offset_seconds + attended / self._policy.tokens_per_second)
@@ -228,6 +230,28 @@ class SimulKvSession(StreamingSession):
         self._committed += new_tokens
         self._context += new_tokens
         self._times += new_times
+
+    def _forget_unsent_word(self) -> None:
+        """Drop the committed tokens of words not yet sent, so the final step decodes them again.
+
+        Only sent words are final to the client. The tokens of a word begun but
+        not sent were chosen on less audio; kept, one wrong early piece steers
+        the rest ("si" at 1.5 s of "stop the music..." ended as "side room dim
+        living living room" on the demo model), and decoding them again over
+        the whole utterance costs a few tokens.
+        """
+        preamble = self._preamble_length()
+        tokenizer = self._model.tokenizer
+        words = 0
+        for index in range(preamble, len(self._committed)):
+            piece = tokenizer.decode([self._committed[index]])
+            if index == preamble or piece.startswith(" "):
+                words += 1
+            if words > self._emitted_words:
+                dropped = len(self._committed) - index
+                del self._committed[index:], self._times[index:]
+                del self._context[max(preamble, len(self._context) - dropped) :]
+                return
 
     def _token_budget(self) -> int:
         total = self._model.max_new_tokens(self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE)
