@@ -194,7 +194,13 @@ def main() -> None:
         "--prefix", type=float, default=0.5, help="fraction of steps on audio cut mid-utterance (default: 0.5)"
     )
     parser.add_argument(
-        "--border", type=float, default=2.0, help="AlignAtt border in seconds saved with the model (default: 2.0)"
+        "--border", type=float, default=0.5, help="AlignAtt border in seconds saved with the model (default: 0.5)"
+    )
+    parser.add_argument(
+        "--min-probability",
+        type=float,
+        default=0.9,
+        help="least probability of an early token, saved with the model (default: 0.9)",
     )
     parser.add_argument("--init", type=Path, help="continue training this demo model instead of starting afresh")
     args = parser.parse_args()
@@ -261,13 +267,13 @@ def main() -> None:
     print(f"held-out WER (offline): {heldout_wer:.3f}", flush=True)
 
     heads, _ = find_heads(qwen, [synthesize(c.text, "en-us") for c in commands(8, False, seed=3)], top=8)
-    # This small model aligns loosely (its attention lags the words: "close the blinds in the
-    # dining room" attended 0.3-1.5 s of 2.2 s), so the default 0.5 s border lets it write words
-    # it has not heard yet. Trained with --prefix 0.5, on `script/benchmark wer --speed 4
-    # --border-seconds B` (5.3% offline): B = 1.0 s 9.3% streamed, partial words before the end on
-    # 46 of 59 commands over 2 s; 1.25 s 8.0%, 13; 1.5 s 8.0%, 11; 2.0 s 5.3% (streamed equals
-    # offline), 5. The default keeps streamed as good as offline.
-    AlignmentHeads(heads.heads, border_seconds=args.border).save(args.out / "alignment_heads.json")
+    # This small model is unsure where it has heard little, and guesses there: at the 0.5 s border
+    # alone, on `script/benchmark wer --speed 4 --border-seconds B --min-probability P` (5.3%
+    # offline), it streamed 9.1% ("stop the music..." as "side room fifteen vacuum"); a 2 s border
+    # gave 5.3% but partial words before the end on 6 of 59 commands over 2 s. Its wrong early
+    # guesses are its unsure tokens: 0.5 s with a least probability of 0.9 streams 5.3% (equal to
+    # offline) and early words on 44 of 59.
+    AlignmentHeads(heads.heads, args.border, args.min_probability).save(args.out / "alignment_heads.json")
     (args.out / "heldout.json").write_text(
         json.dumps({"utterances": [{"text": t, "voice": v} for t, v in heldout_pairs]}, indent=1) + "\n"
     )
