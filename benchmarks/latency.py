@@ -9,7 +9,7 @@ wyoming-faster-whisper where it can be installed offline with a packaged model,
 and N = 1, 2, 4, 8 concurrent streaming clients, checked for lost or mixed-up
 transcripts.
 
-Usage: script/benchmark latency [--model demo] [--speed 1.0] [--border-seconds S] [--out DIR]
+Usage: script/benchmark latency [--model demo] [--speed 1.0] [--border-seconds S] [--min-probability P] [--out DIR]
 (writes DIR/latency.json and DIR/latency.png; default DIR: local/benchmark)
 """
 
@@ -32,7 +32,7 @@ from training.corpus import speak
 from training.demo_model import wer
 from wyoming_qwen3.models import resolve_model
 
-from .server import start_server
+from .server import add_policy_arguments, policy_flags, start_server
 from .stream import Reply, pcm16, stream
 
 
@@ -163,15 +163,14 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=1.0, help="x real time (default: 1.0, as HA sends)")
     parser.add_argument("--limit", type=int, default=40, help="utterances (default: 40)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
-    parser.add_argument("--border-seconds", type=float, help="override the model's AlignAtt border")
+    add_policy_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("local/benchmark"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
     model = resolve_model(args.model, [], Path("."))
     utterances = corpus(model.path, args.limit)
-    extra = [] if args.border_seconds is None else ["--border-seconds", str(args.border_seconds)]
-    server = start_server(Path(args.model), args.out / "server.log", *extra)
+    server = start_server(Path(args.model), args.out / "server.log", *policy_flags(args))
     port = server.port
     try:
         asyncio.run(stream("127.0.0.1", port, utterances[0].audio, speed=10.0))  # warm-up
@@ -212,6 +211,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"),
         "model": args.model,
         "border_seconds": args.border_seconds,
+        "min_probability": args.min_probability,
         "utterances": len(rows),
         "median_first_chunk_ms": round(statistics.median(r.first_chunk_s for r in rows if r.first_chunk_s) * 1000, 1)
         if any(r.first_chunk_s for r in rows)

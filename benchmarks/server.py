@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import socket
@@ -43,6 +44,22 @@ class ServerProcess:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+
+def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags that override the AlignAtt thresholds of the model's heads file."""
+    parser.add_argument("--border-seconds", type=float, help="override the model's AlignAtt border")
+    parser.add_argument("--min-probability", type=float, help="override the model's least token probability")
+
+
+def policy_flags(args: argparse.Namespace) -> list[str]:
+    """The server's flags for what add_policy_arguments parsed."""
+    flags: list[str] = []
+    for name in ("border_seconds", "min_probability"):
+        value = getattr(args, name)
+        if value is not None:
+            flags += ["--" + name.replace("_", "-"), str(value)]
+    return flags
 
 
 def start_server(model: Path, log_path: Path, *extra: str, timeout: float = 120.0) -> ServerProcess:

@@ -5,7 +5,8 @@ and voices the model never heard in training; they are spoken again here with
 espeak-ng, then transcribed offline in-process and streamed through a real
 server in 10 ms chunks as Home Assistant sends them.
 
-Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--border-seconds S] [--json FILE]
+Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--json FILE]
+                            [--border-seconds S] [--min-probability P] [--tuning-seed N]
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import json
 import tempfile
 from pathlib import Path
 
-from training.corpus import SAMPLE_RATE, speak
+from training.corpus import HELDOUT_VOICES, SAMPLE_RATE, commands, speak
 from training.demo_model import normalize, wer
 from wyoming_qwen3.models import resolve_model
 from wyoming_qwen3.qwen import QwenAsrModel
 
-from .server import start_server
+from .server import add_policy_arguments, policy_flags, start_server
 from .stream import pcm16, stream
 
 
@@ -30,19 +31,25 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=1.0, help="x real time for streaming (default: 1.0)")
     parser.add_argument("--limit", type=int, help="only the first N utterances")
     parser.add_argument("--model", default="demo", help="the demo model or a folder like it (default: demo)")
-    parser.add_argument("--border-seconds", type=float, help="override the model's AlignAtt border")
+    add_policy_arguments(parser)
+    parser.add_argument(
+        "--tuning-seed", type=int, help="score held-out combinations drawn with this seed instead of heldout.json"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
     model = resolve_model(args.model, [], Path("."))
-    heldout = json.loads((model.path / "heldout.json").read_text())["utterances"][: args.limit]
+    if args.tuning_seed is None:
+        heldout = json.loads((model.path / "heldout.json").read_text())["utterances"][: args.limit]
+    else:  # other held-out combinations, so that thresholds are not chosen on the test set
+        tuning = commands(args.limit or 100, True, seed=args.tuning_seed)
+        heldout = [{"text": c.text, "voice": HELDOUT_VOICES[i % len(HELDOUT_VOICES)]} for i, c in enumerate(tuning)]
     audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
     qwen = QwenAsrModel.load(model.path, "cpu")
     offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]
 
     with tempfile.TemporaryDirectory() as folder:
-        extra = [] if args.border_seconds is None else ["--border-seconds", str(args.border_seconds)]
-        server = start_server(Path(args.model), Path(folder) / "server.log", *extra)
+        server = start_server(Path(args.model), Path(folder) / "server.log", *policy_flags(args))
         try:
             replies = [asyncio.run(stream(server.host, server.port, pcm16(a), speed=args.speed)) for a in audio]
         finally:
@@ -58,7 +65,9 @@ def main() -> None:
         "streaming_equals_offline": same,
         "partials_before_end_on_utterances_over_2s": f"{early}/{len(longer)}",
         "speed": args.speed,
+        "tuning_seed": args.tuning_seed,
         "border_seconds": args.border_seconds,
+        "min_probability": args.min_probability,
     }
     print(
         f"{len(heldout)} held-out utterances: WER offline {result['wer_offline']:.1%}, "

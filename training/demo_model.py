@@ -269,10 +269,10 @@ def main() -> None:
     heads, _ = find_heads(qwen, [synthesize(c.text, "en-us") for c in commands(8, False, seed=3)], top=8)
     # This small model is unsure where it has heard little, and guesses there: at the 0.5 s border
     # alone, on `script/benchmark wer --speed 4 --border-seconds B --min-probability P` (5.3%
-    # offline), it streamed 9.1% ("stop the music..." as "side room fifteen vacuum"); a 2 s border
-    # gave 5.3% but partial words before the end on 6 of 59 commands over 2 s. Its wrong early
-    # guesses are its unsure tokens: 0.5 s with a least probability of 0.9 streams 5.3% (equal to
-    # offline) and early words on 44 of 59.
+    # offline), it streamed 9.1% ("stop the music in the bathroom" as "side room fifty window
+    # bathroom"); a 2 s border gave 5.3% but partial words before the end on 6 of 59 commands over
+    # 2 s. Its wrong early guesses are its unsure tokens: 0.5 s with a least probability of 0.9
+    # streams 5.3% (equal to offline) and early words on 44 of 59.
     AlignmentHeads(heads.heads, args.border, args.min_probability).save(args.out / "alignment_heads.json")
     (args.out / "heldout.json").write_text(
         json.dumps({"utterances": [{"text": t, "voice": v} for t, v in heldout_pairs]}, indent=1) + "\n"
