@@ -55,6 +55,12 @@ class Row:
     first_chunk_s: float | None
     final_latency_s: float
     partial_before_end: bool
+    #: Server CPU seconds while this utterance streamed (streams run one at a time here).
+    cpu_s: float
+
+    @property
+    def real_time_factor(self) -> float:
+        return self.cpu_s / self.seconds
 
 
 def process_stats(pid: int) -> tuple[float, int]:
@@ -174,20 +180,23 @@ def main() -> None:
     port = server.port
     try:
         asyncio.run(stream("127.0.0.1", port, utterances[0].audio, speed=10.0))  # warm-up
-        cpu_before, _ = process_stats(server.process.pid)
-        replies = [asyncio.run(stream("127.0.0.1", port, u.audio, speed=args.speed)) for u in utterances]
-        cpu_after, peak_kib = process_stats(server.process.pid)
-        rows = [
-            Row(
-                u.text,
-                u.seconds,
-                r.text,
-                r.first_chunk_s,
-                r.final_latency_s,
-                r.partial_before_end,
+        rows, replies = [], []
+        for u in utterances:
+            cpu_before, _ = process_stats(server.process.pid)
+            r = asyncio.run(stream("127.0.0.1", port, u.audio, speed=args.speed))
+            cpu_after, peak_kib = process_stats(server.process.pid)
+            replies.append(r)
+            rows.append(
+                Row(
+                    u.text,
+                    u.seconds,
+                    r.text,
+                    r.first_chunk_s,
+                    r.final_latency_s,
+                    r.partial_before_end,
+                    round(cpu_after - cpu_before, 2),
+                )
             )
-            for u, r in zip(utterances, replies, strict=True)
-        ]
         load = {}
         single = {u.text: r.text for u, r in zip(utterances, replies, strict=True)}
         for clients in args.clients:
@@ -218,15 +227,20 @@ def main() -> None:
         else None,
         "median_final_latency_ms": round(statistics.median(r.final_latency_s for r in rows) * 1000, 1),
         "partials_before_end_on_utterances_over_2s": f"{sum(r.partial_before_end for r in longer)}/{len(longer)}",
-        "real_time_factor_cpu": round((cpu_after - cpu_before) / audio_seconds, 3),
+        "server_cpu_seconds": round(sum(r.cpu_s for r in rows), 2),
+        "real_time_factor_cpu": round(sum(r.cpu_s for r in rows) / audio_seconds, 3),
+        "median_real_time_factor_cpu": round(statistics.median(r.real_time_factor for r in rows), 3),
         "server_peak_memory_mib": round(peak_kib / 1024, 1),
         "wer": round(wer([(r.text, r.transcript) for r in rows]), 4) if has_references else None,
         "load": load,
     }
-    print(f"{'len s':>6} {'first chunk ms':>14} {'final ms':>9}  transcript")
+    print(f"{'len s':>6} {'first chunk ms':>14} {'final ms':>9} {'cpu s':>6} {'RTF':>6}  transcript")
     for r in rows:
         first = f"{r.first_chunk_s * 1000:.0f}" if r.first_chunk_s is not None else "-"
-        print(f"{r.seconds:6.2f} {first:>14} {r.final_latency_s * 1000:9.0f}  {r.transcript}")
+        print(
+            f"{r.seconds:6.2f} {first:>14} {r.final_latency_s * 1000:9.0f} {r.cpu_s:6.2f} {r.real_time_factor:6.3f}"
+            f"  {r.transcript}"
+        )
     print(json.dumps(summary, indent=1))
     print("wyoming-bench:\n" + bench_output)
     print("wyoming-faster-whisper: " + faster_whisper_peer())
@@ -235,7 +249,7 @@ def main() -> None:
         json.dumps(
             {
                 "summary": summary,
-                "rows": [asdict(r) for r in rows],
+                "rows": [{**asdict(r), "real_time_factor": round(r.real_time_factor, 3)} for r in rows],
                 "wyoming_bench": bench_output,
                 "wyoming_faster_whisper": faster_whisper_peer(),
             },
