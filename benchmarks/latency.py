@@ -180,12 +180,11 @@ def main() -> None:
     port = server.port
     try:
         asyncio.run(stream("127.0.0.1", port, utterances[0].audio, speed=10.0))  # warm-up
-        rows, replies = [], []
+        rows: list[Row] = []
         for u in utterances:
             cpu_before, _ = process_stats(server.process.pid)
             r = asyncio.run(stream("127.0.0.1", port, u.audio, speed=args.speed))
             cpu_after, peak_kib = process_stats(server.process.pid)
-            replies.append(r)
             rows.append(
                 Row(
                     u.text,
@@ -198,7 +197,7 @@ def main() -> None:
                 )
             )
         load = {}
-        single = {u.text: r.text for u, r in zip(utterances, replies, strict=True)}
+        single = {r.text: r.transcript for r in rows}
         for clients in args.clients:
             group = utterances[:clients]
             results = asyncio.run(run_clients(port, group, args.speed))

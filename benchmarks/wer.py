@@ -17,7 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from training.corpus import HELDOUT_VOICES, SAMPLE_RATE, commands, speak
+from training.corpus import SAMPLE_RATE, heldout_utterances, speak
 from training.demo_model import normalize, wer
 from wyoming_qwen3.models import resolve_model
 from wyoming_qwen3.qwen import QwenAsrModel
@@ -42,8 +42,7 @@ def main() -> None:
     if args.tuning_seed is None:
         heldout = json.loads((model.path / "heldout.json").read_text())["utterances"][: args.limit]
     else:  # other held-out combinations, so that thresholds are not chosen on the test set
-        tuning = commands(args.limit or 100, True, seed=args.tuning_seed)
-        heldout = [{"text": c.text, "voice": HELDOUT_VOICES[i % len(HELDOUT_VOICES)]} for i, c in enumerate(tuning)]
+        heldout = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
     audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
     qwen = QwenAsrModel.load(model.path, "cpu")
     offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]

@@ -124,6 +124,11 @@ def commands(count: int, heldout: bool, seed: int) -> list[Command]:
     return out
 
 
+def heldout_utterances(count: int, seed: int) -> list[tuple[str, str]]:
+    """(text, voice) of held-out commands, the held-out voices taken in turn."""
+    return [(c.text, HELDOUT_VOICES[i % len(HELDOUT_VOICES)]) for i, c in enumerate(commands(count, True, seed))]
+
+
 def word_salad(count: int, seed: int) -> list[str]:
     """Random runs of the grammar's words: speech the sentence patterns cannot predict.
 

@@ -37,6 +37,7 @@ from .corpus import (
     TRAIN_VARIANTS,
     augment,
     commands,
+    heldout_utterances,
     speak,
     speak_timed,
     word_salad,
@@ -228,8 +229,7 @@ def main() -> None:
     texts = [c.text for c in commands(args.train - salad, False, seed=1)] + word_salad(salad, seed=4)
     trainer = Trainer(QwenAsrModel(model, processor, torch.device("cpu")), args.prefix)
     train = synthesize_examples(trainer.qwen, [(t, rng.choice(train_voices)) for t in texts], 1, True)
-    heldout_commands = commands(100, True, seed=2)
-    heldout_pairs = [(c.text, HELDOUT_VOICES[i % len(HELDOUT_VOICES)]) for i, c in enumerate(heldout_commands)]
+    heldout_pairs = heldout_utterances(100, seed=2)
     print(f"synthesized {len(train)} utterances in {time.time() - began:.0f} s", flush=True)
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)

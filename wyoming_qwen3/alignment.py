@@ -152,12 +152,16 @@ class AlignmentPolicy:
         cls, heads: AlignmentHeads | None, border_seconds: float | None = None, min_probability: float | None = None
     ) -> AlignmentPolicy:
         """The thresholds given, else the heads file's, else the defaults."""
-        if border_seconds is None:
-            border_seconds = heads.border_seconds if heads and heads.border_seconds is not None else cls.border_seconds
-        if min_probability is None:
-            file_value = heads.min_probability if heads else None
-            min_probability = file_value if file_value is not None else cls.min_probability
-        return cls(border_seconds=border_seconds, min_probability=min_probability)
+
+        def first_set(*values: float | None) -> float:
+            return next(value for value in values if value is not None)
+
+        file_border = heads.border_seconds if heads else None
+        file_least = heads.min_probability if heads else None
+        return cls(
+            border_seconds=first_set(border_seconds, file_border, cls.border_seconds),
+            min_probability=first_set(min_probability, file_least, cls.min_probability),
+        )
 
     def attended_token(self, attention: torch.Tensor) -> int:
         """The median over heads of each head's most-attended audio token."""

@@ -241,17 +241,12 @@ class SimulKvSession(StreamingSession):
         the whole utterance costs a few tokens.
         """
         preamble = self._preamble_length()
-        tokenizer = self._model.tokenizer
-        words = 0
-        for index in range(preamble, len(self._committed)):
-            piece = tokenizer.decode([self._committed[index]])
-            if index == preamble or piece.startswith(" "):
-                words += 1
-            if words > self._emitted_words:
-                dropped = len(self._committed) - index
-                del self._committed[index:], self._times[index:]
-                del self._context[max(preamble, len(self._context) - dropped) :]
-                return
+        starts = self._word_starts(preamble)
+        if len(starts) > self._emitted_words:
+            index = starts[self._emitted_words]
+            dropped = len(self._committed) - index
+            del self._committed[index:], self._times[index:]
+            del self._context[max(preamble, len(self._context) - dropped) :]
 
     def _token_budget(self) -> int:
         total = self._model.max_new_tokens(self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE)
@@ -319,23 +314,23 @@ class SimulKvSession(StreamingSession):
     @property
     def word_times(self) -> list[TimedWord]:
         """Committed words with the audio times their tokens attended, monotonic."""
-        preamble = self._preamble_length()
         tokenizer = self._model.tokenizer
+        starts = self._word_starts(self._preamble_length())
         words: list[TimedWord] = []
         latest = 0.0
-        current: list[int] = []
-        times: list[float] = []
-        for token, time in zip(self._committed[preamble:], self._times[preamble:], strict=True):
-            piece = tokenizer.decode([token])
-            if piece.startswith(" ") and current:
-                words.append(self._timed(tokenizer.decode(current), times, latest))
-                latest = words[-1].end
-                current, times = [], []
-            current.append(token)
-            times.append(time)
-        if current:
-            words.append(self._timed(tokenizer.decode(current), times, latest))
+        for start, stop in zip(starts, [*starts[1:], len(self._committed)], strict=True):
+            words.append(self._timed(tokenizer.decode(self._committed[start:stop]), self._times[start:stop], latest))
+            latest = words[-1].end
         return [w for w in words if w.text]
+
+    def _word_starts(self, preamble: int) -> list[int]:
+        """Indices of the committed tokens that begin a transcript word (after the preamble)."""
+        tokenizer = self._model.tokenizer
+        return [
+            index
+            for index in range(preamble, len(self._committed))
+            if index == preamble or tokenizer.decode([self._committed[index]]).startswith(" ")
+        ]
 
     @staticmethod
     def _timed(text: str, times: list[float], latest: float) -> TimedWord:
