@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
+import signal
+import socket
 import sys
 from functools import partial
 
-from wyoming.server import AsyncServer, AsyncTcpServer
+from wyoming.server import AsyncServer, AsyncStdioServer, AsyncTcpServer
 
 from .alignment import ALIGNMENT_HEADS_FILE, AlignmentHeads, AlignmentPolicy
 from .backend import Backend
@@ -99,6 +102,8 @@ async def serve(args: argparse.Namespace) -> None:
         context=args.context,
         max_audio_seconds=args.max_audio_seconds,
         audio_timeout_seconds=args.audio_timeout,
+        idle_timeout_seconds=args.idle_timeout,
+        event_timeout_seconds=args.event_timeout,
     )
 
     try:
@@ -114,17 +119,33 @@ async def serve(args: argparse.Namespace) -> None:
             host = routable_address(server.host)
         except OSError as err:
             raise StartupError(f"cannot announce over zeroconf: {err}") from err
-        announcement = ServiceAnnouncement(args.zeroconf, host, server.port)
+        bound_to_all = ipaddress.ip_address(socket.gethostbyname(server.host)).is_unspecified
+        announcement = ServiceAnnouncement(args.zeroconf, host, server.port, all_interfaces=bound_to_all)
 
     handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config)
-    _LOGGER.info("Ready: %s (%s backend) on %s", model.name, backend.name, args.uri)
+    if isinstance(server, AsyncStdioServer):
+        _LOGGER.info("Ready: %s (%s backend) on %s", model.name, backend.name, args.uri)
+        await server.run(handler_factory)
+        return
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)  # docker stop, systemd; Ctrl-C cancels instead
     try:
+        try:
+            await server.start(handler_factory)  # the port accepts connections once this returns
+        except OSError as err:
+            raise StartupError(f"cannot listen on {args.uri}: {err}") from err
+        # Announced only now: a browser that connects on discovery is never refused.
         if announcement is not None:
             await announcement.register()
-        await server.run(handler_factory)
+        _LOGGER.info("Ready: %s (%s backend) on %s", model.name, backend.name, args.uri)
+        await stop.wait()
+        _LOGGER.info("Stopping")
     finally:
+        loop.remove_signal_handler(signal.SIGTERM)
         if announcement is not None:
-            await announcement.unregister()
+            await announcement.close()
+        await server.stop()
         backend.executor.shutdown(wait=False, cancel_futures=True)
 
 

@@ -132,6 +132,23 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         default=10.0,
         help="seconds without audio after which a stream is finished (default: 10)",
     )
+    _add(
+        parser,
+        env,
+        "--idle-timeout",
+        type=float,
+        default=120.0,
+        help="seconds without an event after which a connection with no stream is closed (default: 120; "
+        "Home Assistant sends describe every 30 s)",
+    )
+    _add(
+        parser,
+        env,
+        "--event-timeout",
+        type=float,
+        default=10.0,
+        help="seconds an event may take to arrive once it began, else the connection is closed (default: 10)",
+    )
     _add(parser, env, "--debug", action="store_true", help="log DEBUG messages")
     _add(parser, env, "--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
     parser.add_argument("--version", action="version", version=__version__)
@@ -146,7 +163,12 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
         args.data_dir = [Path.home() / ".cache" / "wyoming-qwen3"]
     if args.download_dir is None:
         args.download_dir = args.data_dir[0]
-    for value, flag in ((args.max_audio_seconds, "--max-audio-seconds"), (args.audio_timeout, "--audio-timeout")):
+    for value, flag in (
+        (args.max_audio_seconds, "--max-audio-seconds"),
+        (args.audio_timeout, "--audio-timeout"),
+        (args.idle_timeout, "--idle-timeout"),
+        (args.event_timeout, "--event-timeout"),
+    ):
         if value <= 0:
             parser.error(f"{flag} must be greater than zero")
     if args.border_seconds is not None and args.border_seconds < 0:

@@ -3,7 +3,9 @@
 ``wyoming.zeroconf.HomeAssistantZeroconf`` announces whatever host it is given
 (so ``0.0.0.0`` for a server bound to all interfaces, which Home Assistant
 cannot connect to) and has no way to unregister; this class announces a
-routable address and withdraws it on shutdown.
+routable address and withdraws it on shutdown. The caller registers it only
+once the port accepts connections, so a browser that connects on discovery is
+never refused.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import logging
 import socket
 import uuid
 
-from zeroconf import IPVersion
+from zeroconf import InterfaceChoice, IPVersion
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 _LOGGER = logging.getLogger(__name__)
@@ -48,13 +50,14 @@ def default_service_name() -> str:
 class ServiceAnnouncement:
     """One registered ``_wyoming._tcp`` service."""
 
-    def __init__(self, name: str, host: str, port: int) -> None:
+    def __init__(self, name: str, host: str, port: int, *, all_interfaces: bool) -> None:
+        """Announce ``host:port``: on every interface for a server bound to all of
+        them, else on the interface of ``host`` alone (loopback for tests)."""
         self.name = name
         self.host = host
         self.port = port
-        interfaces = [host] if ipaddress.ip_address(host).is_loopback else None
-        # A loopback server is announced on loopback only (tests, one-machine set-ups).
-        self._zeroconf = AsyncZeroconf(interfaces=interfaces or "all", ip_version=IPVersion.V4Only)
+        interfaces = InterfaceChoice.All if all_interfaces else [host]
+        self._zeroconf = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
         self._info = AsyncServiceInfo(
             SERVICE_TYPE,
             f"{name}.{SERVICE_TYPE}",
@@ -62,15 +65,20 @@ class ServiceAnnouncement:
             port=port,
             server=f"{name}.local.",
         )
+        self._registered = False
 
     # zeroconf's async_(un)register_service returns a task once the records are
     # queued; awaiting that task waits until the announcement (or goodbye)
     # packets have been sent, which matters before closing the socket.
     async def register(self) -> None:
         await (await self._zeroconf.async_register_service(self._info))
+        self._registered = True
         _LOGGER.info("Announced %s on %s:%s over zeroconf", self._info.name, self.host, self.port)
 
-    async def unregister(self) -> None:
-        await (await self._zeroconf.async_unregister_service(self._info))
+    async def close(self) -> None:
+        """Withdraw the announcement (if it went out) and close the sockets."""
+        if self._registered:
+            await (await self._zeroconf.async_unregister_service(self._info))
+            self._registered = False
+            _LOGGER.info("Withdrew zeroconf announcement %s", self._info.name)
         await self._zeroconf.async_close()
-        _LOGGER.debug("Withdrew zeroconf announcement %s", self._info.name)

@@ -9,6 +9,11 @@ Chunks are append-only deltas whose words each carry their own leading space,
 so the chunks concatenate to the final transcript (with one leading space).
 Inference runs on the backend's thread; while it runs this handler keeps
 reading events, so ``describe`` is answered and audio is buffered meanwhile.
+No step runs until the stream holds speech (``SPEECH_LEVEL_DBFS``), and a
+stream that never does gets an empty transcript without decoding.
+
+Every way a connection ends (closed, reset, idle, stalled) is logged as one
+info line; tracebacks are kept for bugs.
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 
-from .audio import AudioFormatError, AudioNormalizer
+from .audio import SPEECH_LEVEL_DBFS, AudioFormatError, AudioNormalizer, loudest_frame_dbfs
 from .backend import Backend, FinalWords, SessionOptions, StreamingSession
 from .languages import UnknownLanguageError, language_code, resolve_language
-from .protocol import MalformedEventError, read_event
+from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
 from .qwen import SAMPLE_RATE
 
 _LOGGER = logging.getLogger(__name__)
@@ -47,6 +52,19 @@ class HandlerConfig:
     max_audio_seconds: float = 30.0
     #: A stream with no audio for this long is finished as if audio-stop came.
     audio_timeout_seconds: float = 10.0
+    #: A connection with no event for this long, and no stream in flight, is closed.
+    #: Home Assistant sends ``describe`` every 30 s; four times that never cuts it.
+    idle_timeout_seconds: float = 120.0
+    #: An event whose first byte came must be complete this much later.
+    event_timeout_seconds: float = 10.0
+
+
+#: Names and terms a client may send: whole entries are kept, in order, while
+#: they fit. Qwen3-ASR's tokenizer is byte-level BPE, so 512 bytes are at most
+#: 512 prompt tokens (about 130 for English names), prefilled once per utterance:
+#: on the 0.6B model on 2 CPU cores about 1 s (float32) for 100 tokens.
+MAX_CONTEXT_ENTRIES = 64
+MAX_CONTEXT_BYTES = 512
 
 
 @dataclass
@@ -57,6 +75,8 @@ class AudioStream:
     normalizer: AudioNormalizer
     options: SessionOptions
     received_samples: int = 0
+    #: Set once any 10 ms frame reached SPEECH_LEVEL_DBFS; until then no step runs.
+    heard_speech: bool = False
     pending: list[np.ndarray] = field(default_factory=list)
     committed: list[str] = field(default_factory=list)
     started: bool = False
@@ -66,9 +86,22 @@ class AudioStream:
     watchdog: asyncio.Task | None = None
 
 
-def build_context(base: str, names: list[str] | None, terms: list[str] | None) -> str:
-    """System-prompt context: server context, then the client's names, then its terms."""
-    return ", ".join(part.strip() for part in [base, *(names or []), *(terms or [])] if part and part.strip())
+def bounded_entries(names: list[str] | None, terms: list[str] | None) -> tuple[list[str], int]:
+    """The client's names, then its terms, as many whole ones as the bounds allow; and how many were dropped."""
+    entries = [entry.strip() for entry in [*(names or []), *(terms or [])] if entry.strip()]
+    kept: list[str] = []
+    size = 0
+    for entry in entries[:MAX_CONTEXT_ENTRIES]:
+        size += len(entry.encode("utf-8")) + 2  # with its ", " separator
+        if size > MAX_CONTEXT_BYTES:
+            break
+        kept.append(entry)
+    return kept, len(entries) - len(kept)
+
+
+def build_context(base: str, entries: list[str]) -> str:
+    """System-prompt context: the server's context, then the client's names and terms."""
+    return ", ".join(part for part in [base.strip(), *entries] if part)
 
 
 class Qwen3EventHandler(AsyncEventHandler):
@@ -105,23 +138,46 @@ class Qwen3EventHandler(AsyncEventHandler):
     # -- reading --------------------------------------------------------------
 
     async def run(self) -> None:
-        """Like AsyncEventHandler.run, but malformed input gets an error event."""
+        """Like AsyncEventHandler.run, with answers for malformed input, timeouts,
+        and one log line however the connection ends."""
         self._is_running = True
+        reason = "closed by the client"
         try:
             while self._is_running:
                 try:
-                    event = await read_event(self.reader)
+                    event = await read_event(
+                        self.reader, self._config.idle_timeout_seconds, self._config.event_timeout_seconds
+                    )
+                except IdleTimeoutError as err:
+                    if self._stream is not None:
+                        continue  # a stream in flight is bounded by its own audio timeout
+                    reason = f"closed: {err}"
+                    break
+                except StalledEventError as err:
+                    await self._send_error(f"Timed out: {err}", "event-timeout")
+                    reason = f"closed: {err}"
+                    break
                 except MalformedEventError as err:
                     _LOGGER.warning("%s: malformed event: %s", self._client, err)
                     await self._send_error(f"Malformed event: {err}", "malformed-event")
                     if err.fatal:
+                        reason = "closed after a malformed event"
                         break
                     continue
-                if event is None or not await self.handle_event(event):
+                if event is None:
+                    if not self._is_running:
+                        reason = "closed: the server is stopping"
                     break
+                if not await self.handle_event(event):
+                    reason = "connection lost while sending"
+                    break
+        except OSError as err:  # reset, broken pipe, unreachable: the client is gone
+            reason = f"connection lost ({err.strerror or type(err).__name__})"
         finally:
+            mid_stream = self._stream is not None and not self._stream.finishing
             await self.disconnect()
             self.writer.close()
+            _LOGGER.info("%s: %s%s", self._client, reason, "; mid-stream, session freed" if mid_stream else "")
 
     async def handle_event(self, event: Event) -> bool:
         try:
@@ -142,19 +198,13 @@ class Qwen3EventHandler(AsyncEventHandler):
         except (KeyError, TypeError, AttributeError) as err:
             _LOGGER.warning("%s: malformed %s event: %r", self._client, event.type, err)
             await self._send_error(f"Malformed {event.type} event: {err!r}", "malformed-event")
-        except ConnectionError:
+        except OSError:
             return False
         return True
 
     async def disconnect(self) -> None:
         self._connected = False
-        stream, self._stream = self._stream, None
-        if stream is not None and not stream.finishing:
-            _LOGGER.info("%s: disconnected mid-stream; session freed", self._client)
-        if stream is not None:
-            for task in (stream.step_task, stream.watchdog):
-                if task is not None and task is not asyncio.current_task():
-                    task.cancel()
+        await self._drop_stream()
 
     # -- events ---------------------------------------------------------------
 
@@ -178,10 +228,17 @@ class Qwen3EventHandler(AsyncEventHandler):
             self._refused = True
             return
         self._refused = False
-        self._options = SessionOptions(
-            language=language,
-            context=build_context(self._config.context, request.transcript_names, request.transcript_terms),
-        )
+        entries, dropped = bounded_entries(request.transcript_names, request.transcript_terms)
+        if dropped:
+            _LOGGER.warning(
+                "%s: kept %d names and terms, dropped %d beyond the bound (%d entries, %d bytes)",
+                self._client,
+                len(entries),
+                dropped,
+                MAX_CONTEXT_ENTRIES,
+                MAX_CONTEXT_BYTES,
+            )
+        self._options = SessionOptions(language=language, context=build_context(self._config.context, entries))
         _LOGGER.debug("%s: transcribe %s", self._client, self._options)
 
     async def _on_audio_start(self, start: AudioStart) -> None:
@@ -235,6 +292,7 @@ class Qwen3EventHandler(AsyncEventHandler):
         stream.received_samples += samples.shape[0]
         if samples.shape[0]:
             stream.pending.append(samples)
+            stream.heard_speech = stream.heard_speech or loudest_frame_dbfs(samples) >= SPEECH_LEVEL_DBFS
         if stream.received_samples >= cap:
             _LOGGER.warning(
                 "%s: stream passed the %.0f s cap; sending the transcript of the first %.0f s",
@@ -245,7 +303,7 @@ class Qwen3EventHandler(AsyncEventHandler):
             self._dropping_audio = True
             await self._finish_stream(stream)
             return
-        if stream.step_task is None or stream.step_task.done():
+        if stream.heard_speech and (stream.step_task is None or stream.step_task.done()):
             stream.step_task = asyncio.create_task(self._run_steps(stream))
 
     async def _on_audio_stop(self) -> None:
@@ -274,7 +332,10 @@ class Qwen3EventHandler(AsyncEventHandler):
                 await self._send_error("Transcription failed; see the server log", "transcription-failed")
                 await self._drop_stream()
                 return
-            await self._send_words(stream, words)
+            try:
+                await self._send_words(stream, words)
+            except OSError:
+                return  # the client is gone; the read loop logs it and frees the stream
 
     def _finish_session(self, stream: AudioStream, audio: np.ndarray | None) -> tuple[list[str], FinalWords]:
         words = stream.session.feed(audio) if audio is not None else []
@@ -293,11 +354,16 @@ class Qwen3EventHandler(AsyncEventHandler):
             return  # dropped or disconnected meanwhile
         if stream.received_samples == 0:
             _LOGGER.warning("%s: empty audio stream; sending an empty transcript", self._client)
+        elif not stream.heard_speech:
+            _LOGGER.info("%s: no speech (no 10 ms frame above %.0f dBFS); not decoded", self._client, SPEECH_LEVEL_DBFS)
         pending = np.concatenate(stream.pending) if stream.pending else None
         stream.pending.clear()
         loop = asyncio.get_running_loop()
         try:
-            words, final = await loop.run_in_executor(self._backend.executor, self._finish_session, stream, pending)
+            if stream.heard_speech:
+                words, final = await loop.run_in_executor(self._backend.executor, self._finish_session, stream, pending)
+            else:
+                words, final = [], FinalWords(words=[], language=stream.options.language or "")
         except Exception:
             _LOGGER.exception("%s: transcription failed", self._client)
             await self._send_error("Transcription failed; see the server log", "transcription-failed")
@@ -344,8 +410,8 @@ class Qwen3EventHandler(AsyncEventHandler):
             self._dropping_audio = True
             try:
                 await self._finish_stream(stream)
-            except ConnectionError:
-                pass
+            except OSError:
+                pass  # the client is gone; the read loop logs it
 
     async def _drop_stream(self) -> None:
         stream, self._stream = self._stream, None
@@ -360,5 +426,5 @@ class Qwen3EventHandler(AsyncEventHandler):
         if self._connected:
             try:
                 await self.write_event(Error(text=text, code=code).event())
-            except ConnectionError:
+            except OSError:
                 self._connected = False

@@ -1,0 +1,181 @@
+"""The README's headline command on a stand-in LAN, discovered and used from another host.
+
+Two network namespaces made by the test and joined by a veth pair stand in for
+a LAN with two hosts; no packet leaves them. The server runs in one exactly as
+the README says (bind 0.0.0.0, ``--zeroconf``; only ``--model demo`` is added,
+since the default model comes from the hub). In the other, the real zeroconf
+browses for it and the wyoming client connects the moment it is discovered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import wave
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from training.corpus import speak
+from wyoming_qwen3.models import resolve_model
+from wyoming_qwen3.qwen import QwenAsrModel
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_ADDRESS = "10.254.0.1"
+CLIENT_ADDRESS = "10.254.0.2"
+
+
+def readme_run_arguments() -> list[str]:
+    """The arguments of ``script/run`` in the README's set-up command (``script/setup && script/run ...``)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^script/setup && script/run (.+)$", readme, re.MULTILINE)
+    assert match, "the README has no 'script/setup && script/run ...' command"
+    return shlex.split(match.group(1))
+
+
+def dockerfile_entrypoint() -> list[str]:
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    match = re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.MULTILINE)
+    assert match, "the Dockerfile has no exec-form ENTRYPOINT"
+    return json.loads(match.group(1))
+
+
+def test_dockerfile_serves_where_the_readme_says() -> None:
+    readme = readme_run_arguments()
+    entrypoint = dockerfile_entrypoint()
+    assert entrypoint[0] == "wyoming-qwen3"
+    uri = readme[readme.index("--uri") + 1]
+    assert entrypoint[entrypoint.index("--uri") + 1] == uri
+    assert "--zeroconf" in readme
+    docker_run = re.search(r"^docker run (.+) wyoming-qwen3 (.*)$", (ROOT / "README.md").read_text(), re.MULTILINE)
+    assert docker_run, "the README has no 'docker run ... wyoming-qwen3 ...' command"
+    # Zeroconf from a container reaches the LAN only on the host's network.
+    assert "--zeroconf" not in docker_run.group(2) or "--network host" in docker_run.group(1)
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
+
+
+@dataclass(frozen=True)
+class Lan:
+    """Two namespaces, a server host and a client host, on one veth link."""
+
+    server: str
+    client: str
+
+    def command(self, namespace: str, *command: str) -> list[str]:
+        return ["ip", "netns", "exec", namespace, *command]
+
+
+@pytest.fixture()
+def lan() -> Iterator[Lan]:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("a stand-in LAN needs root and iproute2 (ip netns); run the tests as root (CI does)")
+    tag = uuid.uuid4().hex[:6]
+    lan = Lan(server=f"wq3-srv-{tag}", client=f"wq3-cli-{tag}")
+    try:
+        ip("netns", "add", lan.server)
+    except subprocess.CalledProcessError as err:
+        pytest.skip(f"this machine cannot make network namespaces: {err.stderr.strip()}")
+    try:
+        ip("netns", "add", lan.client)
+        ip("link", "add", f"wq3s{tag}", "netns", lan.server, "type", "veth", "peer", f"wq3c{tag}", "netns", lan.client)
+        for namespace, device, address in (
+            (lan.server, f"wq3s{tag}", SERVER_ADDRESS),
+            (lan.client, f"wq3c{tag}", CLIENT_ADDRESS),
+        ):
+            ip("-n", namespace, "link", "set", "lo", "up")
+            ip("-n", namespace, "addr", "add", f"{address}/24", "dev", device)
+            ip("-n", namespace, "link", "set", device, "up")
+            # A LAN host has a default route; it is what picks the address to announce.
+            ip("-n", namespace, "route", "add", "default", "dev", device)
+        yield lan
+    finally:
+        for namespace in (lan.server, lan.client):
+            ip("netns", "del", namespace, check=False)
+
+
+def read_json_line(client: subprocess.Popen, what: str, server: subprocess.Popen, server_log: Path) -> dict:
+    """The client's next line; fails at once if the server exits first, or after 180 s."""
+    deadline = time.monotonic() + 180
+    while not select.select([client.stdout], [], [], 1)[0]:
+        if server.poll() is not None and what != "the withdrawal":
+            pytest.fail(f"the server exited ({server.returncode}) before {what}:\n{server_log.read_text()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} from the client in 180 s; server log:\n{server_log.read_text()}")
+    line = client.stdout.readline()
+    assert line, f"the client ended before {what}: {client.stderr.read()}"
+    return json.loads(line)
+
+
+def test_readme_command_is_discovered_and_used_from_another_host(lan: Lan, tmp_path: Path) -> None:
+    demo = resolve_model("demo", [], Path("."))
+    utterance = json.loads((demo.path / "heldout.json").read_text())["utterances"][0]
+    samples = speak(utterance["text"], utterance["voice"], 165, 50)
+    wav_path = tmp_path / "command.wav"
+    with wave.open(str(wav_path), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(16000)
+        wav.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    offline = QwenAsrModel.load(demo.path, "cpu").transcribe(samples, language="English").text
+
+    arguments = readme_run_arguments()
+    assert arguments[arguments.index("--uri") + 1].startswith("tcp://0.0.0.0:") and "--zeroconf" in arguments
+    port = int(arguments[arguments.index("--uri") + 1].rsplit(":", 1)[1])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
+    # The browser starts first, so it sees the announcement the moment it goes out.
+    client = subprocess.Popen(
+        lan.command(lan.client, sys.executable, str(ROOT / "tests" / "lan_client.py"), str(wav_path), "en"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    server_log = tmp_path / "server.log"
+    with server_log.open("wb") as log:
+        server = subprocess.Popen(
+            lan.command(lan.server, str(ROOT / "script" / "run"), *arguments, "--model", "demo"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
+        )
+    try:
+        assert read_json_line(client, "browsing", server, server_log) == {"browsing": True}
+        report = read_json_line(client, "its report", server, server_log)
+        log_text = server_log.read_text(errors="replace")
+        assert "connect_error" not in report, f"{report}\n{log_text}"
+        assert report["addresses"] == [SERVER_ADDRESS], report
+        assert report["port"] == port
+        assert report["types"] == ["info", "transcript-start", *report["types"][2:-2], "transcript", "transcript-stop"]
+        assert set(report["types"][2:-2]) <= {"transcript-chunk"}
+        assert report["transcript"] == " ".join(offline.split()) != ""
+        assert log_text.index("Announced") < log_text.index("Ready"), log_text
+        server.send_signal(signal.SIGTERM)
+        server_exit = server.wait(timeout=30)
+        assert read_json_line(client, "the withdrawal", server, server_log) == {"removed": True}
+        assert client.wait(timeout=30) == 0
+    finally:
+        for process in (server, client):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    log_text = server_log.read_text(errors="replace")
+    assert server_exit == 0, log_text
+    assert "Withdrew zeroconf announcement" in log_text
+    assert "Traceback" not in log_text and "ERROR" not in log_text, log_text
