@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from wyoming_qwen3.__main__ import alignment_heads_path
 from wyoming_qwen3.alignment import AlignmentHeads
 from wyoming_qwen3.alignment_heads import score_heads, synthesize
 from wyoming_qwen3.backend import TimedWord as Word
+from wyoming_qwen3.models import resolve_model
 
 
 def test_a_head_that_tracks_the_words_outscores_one_that_does_not() -> None:
@@ -60,3 +64,27 @@ def test_script_writes_a_heads_file_the_server_can_load(tiny_model: Path, tmp_pa
     assert len(heads.heads) == 3
     assert all(0 <= layer < 2 and 0 <= head < 4 for layer, head in heads.heads)
     assert json.loads(result.stdout)["heads"] == [list(h) for h in heads.heads]
+
+
+@pytest.mark.parametrize("name", ["Qwen/Qwen3-ASR-0.6B", "Qwen/Qwen3-ASR-1.7B"])
+def test_real_models_use_the_heads_measured_on_their_weights(name, tmp_path) -> None:
+    # A downloaded copy in a data folder, as the server finds it (config only: nothing is loaded).
+    folder = tmp_path / name.replace("/", "--")
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "qwen3_asr"}))
+    model = resolve_model(name, [tmp_path], tmp_path)
+    path = alignment_heads_path(argparse.Namespace(alignment_heads=None), model)
+    assert path == model.heads_file and path.parent.name == "heads"
+    heads = AlignmentHeads.load(path)
+    assert len(heads.heads) == 10 and all(0 <= layer < 28 and 0 <= head < 16 for layer, head in heads.heads)
+    data = json.loads(path.read_text())
+    assert data["model"] == name and "WhisperLiveKit" in data["source"]
+    reference = Path(__file__).parent.parent.parent / "shared" / "reference" / "alignment-heads" / path.name
+    if reference.is_file():  # the measured list, best first: the file holds its best 10
+        best = [[layer, head] for layer, head, _ in json.loads(reference.read_text())["heads"][:10]]
+        assert data["alignment_heads_compact"] == best
+    # A heads file in the model folder, or one given, comes first.
+    (folder / "alignment_heads.json").write_text(json.dumps({"alignment_heads_compact": [[0, 0]]}))
+    assert alignment_heads_path(argparse.Namespace(alignment_heads=None), model) == folder / "alignment_heads.json"
+    given = tmp_path / "given.json"
+    assert alignment_heads_path(argparse.Namespace(alignment_heads=given), model) == given

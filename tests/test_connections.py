@@ -7,6 +7,7 @@ every way a client leaves is one info line and never a traceback.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import struct
 import time
@@ -20,6 +21,7 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event, read_event, write_event
 from wyoming.info import Describe
 
+from wyoming_qwen3.emission_log import split_units
 from wyoming_qwen3.handler import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries
 
 from .conftest import SCRIPT_TEXT, ServerProcess, Speech, run, start_server
@@ -30,10 +32,17 @@ EVENT_TIMEOUT = 1.0
 
 
 @pytest.fixture(scope="module")
-def server(scripted_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def emissions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("emissions")
+
+
+@pytest.fixture(scope="module")
+def server(scripted_model: Path, emissions: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     process = start_server(
         scripted_model,
         tmp_path_factory.mktemp("logs") / "connections.log",
+        "--emission-log",
+        str(emissions),
         "--idle-timeout",
         str(IDLE_TIMEOUT),
         "--event-timeout",
@@ -277,3 +286,28 @@ def test_quiet_speech_is_decoded(server, speech) -> None:
     quiet = Speech(16000, 2, 1, (samples * 10 ** (-30 / 20)).astype("<i2").tobytes())  # 30 dB quieter
     result = run(transcribe(server, quiet, language="en"))
     assert result.transcript.data["text"] == SCRIPT_TEXT
+
+
+# -- the emission log -----------------------------------------------------------------
+
+
+def test_the_emission_log_holds_every_unit_sent_in_order(server, emissions, speech) -> None:
+    before = set(emissions.iterdir())
+    utterance = speech("please turn on the lights in the kitchen and then the living room", "-r", "16000")
+    result = run(transcribe(server, utterance, language="en", pace=0.05))  # twice real time
+    assert_streaming_order(result)
+    (log,) = set(emissions.iterdir()) - before
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert "".join(line["text"] for line in lines) == result.transcript.data["text"] == SCRIPT_TEXT
+    assert [line["text"] for line in lines] == ["turn", " on", " the", " lights"]
+    assert len({line["utterance"] for line in lines}) == 1
+    seconds = [line["speech_seconds"] for line in lines]
+    assert seconds == sorted(seconds) and 0 < seconds[-1] <= utterance.seconds + 0.01
+    assert [line["sent"] for line in lines] == sorted(line["sent"] for line in lines)
+    assert not lines[0]["final"] and lines[-1]["final"]  # streamed early, the last word at the end
+
+
+def test_units_split_words_and_unspaced_characters() -> None:
+    assert split_units(" turn on") == [" turn", " on"]
+    assert split_units("打开TV 客厅") == ["打", "开", "TV", " 客", "厅"]
+    assert "".join(split_units(" a  b ")) == " a  b "

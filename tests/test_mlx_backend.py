@@ -76,8 +76,10 @@ class ScriptedMlxSession:
 
 def stream(session: MlxSession, audio: np.ndarray, chunk_seconds: float = 0.1) -> tuple[list[list[str]], list[str]]:
     step = int(chunk_seconds * SAMPLE_RATE)
-    committed = [session.feed(audio[i : i + step]) for i in range(0, audio.shape[0], step)]
-    return [c for c in committed if c], session.finish().words
+    deltas = [session.feed(audio[i : i + step]) for i in range(0, audio.shape[0], step)]
+    final = session.finish().text
+    assert "".join(deltas) + final == " ".join("".join(deltas + [final]).split())  # append-only, one space apart
+    return [d.split() for d in deltas if d], final.split()
 
 
 def test_revisions_are_not_committed_until_two_hypotheses_agree() -> None:

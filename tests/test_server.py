@@ -68,8 +68,8 @@ def test_any_audio_format_is_converted(tiny_server, speech, label: str, sox_args
 
 
 def test_stereo_is_transcribed_like_mono(tiny_server, speech) -> None:
-    mono = run(transcribe(tiny_server, speech(SENTENCE)))
-    stereo = run(transcribe(tiny_server, speech(SENTENCE, "-c", "2")))
+    mono = run(transcribe(tiny_server, speech(SENTENCE), language="en"))
+    stereo = run(transcribe(tiny_server, speech(SENTENCE, "-c", "2"), language="en"))
     assert stereo.transcript.data["text"] == mono.transcript.data["text"]
 
 
@@ -87,12 +87,14 @@ def test_words_stream_while_audio_still_arrives(scripted_server, speech) -> None
 
 def test_two_concurrent_clients_get_their_own_transcripts(tiny_server, speech) -> None:
     first, second = speech(SENTENCE), speech("what is the weather like today")
-    alone = [run(transcribe(tiny_server, s)).transcript.data["text"] for s in (first, second)]
+    # The language forced: a random model's detected language would depend on when steps run.
+    alone = [run(transcribe(tiny_server, s, language="en")).transcript.data["text"] for s in (first, second)]
     assert alone[0] != alone[1], "the random model gave both sentences the same text"
 
     async def both() -> list[str]:
         results = await asyncio.gather(
-            transcribe(tiny_server, first, pace=0.01), transcribe(tiny_server, second, pace=0.01)
+            transcribe(tiny_server, first, pace=0.01, language="en"),
+            transcribe(tiny_server, second, pace=0.01, language="en"),
         )
         for result in results:
             assert_streaming_order(result)
@@ -120,3 +122,8 @@ def test_disconnect_mid_stream_frees_the_session(tiny_server, speech) -> None:
     assert_streaming_order(result)
     log = tiny_server.log()
     assert "mid-stream, session freed" in log
+
+
+def test_the_model_is_warmed_up_before_ready(tiny_server) -> None:
+    log = tiny_server.log()
+    assert log.index("Warmed up in") < log.index("Ready")

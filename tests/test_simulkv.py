@@ -12,8 +12,10 @@ from transformers import DynamicCache
 from wyoming_qwen3 import simulkv
 from wyoming_qwen3.alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder
 from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
-from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings
+from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel, repeated_tail
+from wyoming_qwen3.random_model import build_random_model
+from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings, step_token_cap
+from wyoming_qwen3.text_units import SentText, complete_units
 
 from .conftest import SCRIPT_TEXT
 
@@ -122,7 +124,7 @@ def test_a_shorter_encoder_window_streams_exactly_and_reuses_more(tiny: QwenAsrM
     for start in range(0, audio.shape[0], SAMPLE_RATE // 2):
         held.feed(audio[start : start + SAMPLE_RATE // 2])
     # The offline pass uses the same window, so a held stream still ends as it does.
-    assert " ".join(held.finish().words) == one_second.transcribe(audio, language="English").text
+    assert held.finish().text == one_second.transcribe(audio, language="English").text
 
 
 @pytest.mark.parametrize("seconds", [0.0, 0.5, 1.5, 3.0])
@@ -145,18 +147,17 @@ def test_incremental_prefill_equals_full_recompute_across_a_trim(tiny: QwenAsrMo
 def test_stream_with_a_holding_border_ends_as_the_offline_transcription(tiny: QwenAsrModel) -> None:
     audio = noise(5.0, seed=3)
     s = session(tiny, HOLD_ALL)
-    words = [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])]
+    words = "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split()
     assert words == []
     final = s.finish()
-    assert " ".join(final.words) == tiny.transcribe(audio, language="English").text
+    assert final.text == tiny.transcribe(audio, language="English").text
     assert s.stats.steps == 11  # ten half-second steps and the final one
 
 
 def test_border_zero_on_the_whole_audio_is_the_offline_transcription(tiny: QwenAsrModel) -> None:
     audio = noise(3.0, seed=4)
     s = session(tiny, AlignmentPolicy(border_seconds=0.0), step_seconds=0.5)
-    words = s.feed(audio) + s.finish().words
-    assert " ".join(words) == tiny.transcribe(audio, language="English").text
+    assert s.feed(audio) + s.finish().text == tiny.transcribe(audio, language="English").text
 
 
 class PinnedAttention(AttentionRecorder):
@@ -175,9 +176,9 @@ def test_a_token_looking_at_the_audio_end_is_held_back_and_flushed_by_finish(scr
     monkeypatch.setattr(PinnedAttention, "target", -1)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
     audio = noise(4.0)
-    assert [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])] == []
+    assert "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split() == []
     final = s.finish()
-    assert " ".join(final.words) == SCRIPT_TEXT
+    assert final.text == SCRIPT_TEXT
     assert final.language == "English"
 
 
@@ -186,10 +187,10 @@ def test_a_token_looking_well_before_the_end_is_emitted_while_streaming(scripted
     monkeypatch.setattr(PinnedAttention, "target", 0)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
     audio = noise(2.0)
-    streamed = [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])]
+    streamed = "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split()
     # Everything but the last word (which might still grow) is out before finish.
     assert streamed == SCRIPT_TEXT.split()[:-1]
-    assert s.finish().words == SCRIPT_TEXT.split()[-1:]
+    assert s.finish().text.split() == SCRIPT_TEXT.split()[-1:]
 
 
 def test_a_token_the_model_is_unsure_of_is_held_back_and_flushed_by_finish(scripted, monkeypatch) -> None:
@@ -198,8 +199,8 @@ def test_a_token_the_model_is_unsure_of_is_held_back_and_flushed_by_finish(scrip
     # The scripted model gives each of its tokens a probability of 0.88.
     s = session(scripted, AlignmentPolicy(border_seconds=0.5, min_probability=0.95), language=None)
     audio = noise(2.0)
-    assert [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])] == []
-    assert " ".join(s.finish().words) == SCRIPT_TEXT
+    assert "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split() == []
+    assert s.finish().text == SCRIPT_TEXT
 
 
 def test_the_least_probability_compares_with_the_greedy_tokens_probability() -> None:
@@ -214,7 +215,7 @@ def test_finish_decodes_a_word_begun_but_not_sent_again(scripted, monkeypatch) -
     monkeypatch.setattr(PinnedAttention, "target", 0)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
     audio = noise(2.0)
-    streamed = [w for start in range(0, audio.shape[0], 8000) for w in s.feed(audio[start : start + 8000])]
+    streamed = "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split()
     assert streamed == SCRIPT_TEXT.split()[:-1]
     # The last word is committed but not sent. Make it a wrong guess, as a small model writes on
     # little audio: a word token the script never writes, after which the scripted model stops.
@@ -229,7 +230,7 @@ def test_finish_decodes_a_word_begun_but_not_sent_again(scripted, monkeypatch) -
     for tokens in (s._committed, s._context):
         tokens[-len(last) :] = [wrong]
     del s._times[-len(last) + 1 :]
-    assert s.finish().words == SCRIPT_TEXT.split()[-1:]
+    assert s.finish().text.split() == SCRIPT_TEXT.split()[-1:]
 
 
 def test_attention_jumping_back_discards_the_steps_tokens(scripted, monkeypatch) -> None:
@@ -294,3 +295,152 @@ def test_names_and_terms_go_into_the_system_prompt_and_language_after_the_genera
     assert prefix == "<|im_start|>system\nEcobee, office lamp<|im_end|>\n<|im_start|>user\n<|audio_start|>"
     assert suffix == "<|audio_end|><|im_end|>\n<|im_start|>assistant\nlanguage English<asr_text>"
     assert tiny.tokenizer.decode(tiny.prompt_ids("", None).suffix).endswith("assistant\n")
+
+
+@pytest.mark.parametrize(("language", "text"), [("Chinese", "打开客厅的灯"), ("Thai", "ปิดไฟ")])
+def test_text_without_spaces_streams_whole_characters(language, text, tmp_path, monkeypatch) -> None:
+    """Each character is a unit: sent while streaming, nothing inserted, finish decodes none again."""
+    model = QwenAsrModel.load(build_random_model(tmp_path, "tiny", script=text), "cpu")
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", 0)  # well before the border: every token is committed
+    s = session(model, AlignmentPolicy(border_seconds=0.5), language=language)
+    audio = noise(2.0)
+    deltas = [s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)]
+    streamed = "".join(deltas)
+    assert streamed and " " not in streamed
+    committed = list(s._committed)
+    forwards = []
+    original = model.forward
+    monkeypatch.setattr(model, "forward", lambda *a, **k: forwards.append(1) or original(*a, **k))
+    final = s.finish()
+    assert streamed + final.text == text
+    assert s._committed[: len(committed)] == committed
+    # The final prefill, then only the unsent unit (one token a character here) is decoded again.
+    assert len(forwards) == 1 + len(final.text)
+    if language == "Thai":
+        assert streamed == text[:-1] and final.text == text[-1:]  # a Thai letter at the end may take a mark
+    else:
+        assert streamed == text and final.text == ""
+
+
+def test_complete_units() -> None:
+    assert complete_units("turn on the", final=False) == "turn on"
+    assert complete_units("turn  on\nthe ", final=True) == "turn on the"
+    assert complete_units("打开客", final=False) == "打开客"
+    assert complete_units("打开 TV", final=False) == "打开"
+    assert complete_units("打\ufffd", final=False) == "打"  # an incomplete UTF-8 tail waits
+    assert complete_units("ปิดไ", final=False) == "ปิด"  # "ไ" may still take a mark
+    assert complete_units("ปิ", final=False) == ""
+
+
+def test_sent_text_gives_append_only_deltas() -> None:
+    sent = SentText()
+    assert sent.advance("打开", final=False) == "打开"
+    assert sent.advance("打开客厅", final=False) == "客厅"
+    assert sent.advance("打开客厅 the", final=False) == ""
+    assert sent.advance("打开客厅 the lights", final=True) == " the lights"
+    assert sent.text == "打开客厅 the lights"
+
+
+class SequencedAttention(AttentionRecorder):
+    """Hand-made alignment: the n-th token attempted looks at ``targets[n]`` (the last one after that)."""
+
+    targets: list[int] = [0]
+    calls = 0
+
+    def audio_attention(self, start: int, stop: int) -> torch.Tensor:
+        cls = type(self)
+        target = cls.targets[min(cls.calls, len(cls.targets) - 1)]
+        cls.calls += 1
+        attention = torch.zeros(2, stop - start)
+        attention[:, target] = 1.0
+        return attention
+
+
+def sequenced(monkeypatch, targets: list[int]) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", SequencedAttention)
+    monkeypatch.setattr(SequencedAttention, "targets", targets)
+    monkeypatch.setattr(SequencedAttention, "calls", 0)
+
+
+def test_a_rewind_resets_the_last_attended_position(scripted, monkeypatch) -> None:
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5, rewind_seconds=1.0), language="English")
+    sequenced(monkeypatch, [30, 30, 38])  # 3 s = 39 audio tokens: the third token is at the border
+    text = s.feed(noise(3.0))
+    committed = list(s.context_ids)
+    assert len(committed) == 2
+    sequenced(monkeypatch, [0])  # 30 -> 0 tokens: back 2.3 s, more than 1 s: rewind
+    text += s.feed(noise(0.5, seed=9))
+    assert s.context_ids == committed
+    # The next step starts afresh: a stale 2.3 s would make every step rewind from here on.
+    text += s.feed(noise(0.5, seed=10))
+    assert len(s.context_ids) > len(committed)
+    assert text + s.finish().text == SCRIPT_TEXT
+
+
+def test_the_language_preamble_is_exempt_from_border_and_rewind(scripted, monkeypatch) -> None:
+    preamble = len(scripted.tokenizer("language English<asr_text>", add_special_tokens=False)["input_ids"])
+    # The preamble looks at 2.3 s, at the border of 2.5 s of audio; the text at the start.
+    sequenced(monkeypatch, [30] * preamble + [0] * 100)
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
+    streamed = s.feed(noise(2.5))
+    assert streamed == " ".join(SCRIPT_TEXT.split()[:-1])
+    assert s.finish().text == " " + SCRIPT_TEXT.split()[-1]
+    assert s.language == "English"
+
+
+def test_a_detected_language_waits_for_two_seconds_of_audio(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", 0)
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
+    audio = noise(3.0)
+    for start in range(0, 3 * 8000, 8000):  # 1.5 s
+        assert s.feed(audio[start : start + 8000]) == ""
+    assert s.context_ids == []  # not even the language is committed yet
+    streamed = "".join(s.feed(audio[start : start + 8000]) for start in range(3 * 8000, audio.shape[0], 8000))
+    assert streamed == " ".join(SCRIPT_TEXT.split()[:-1])
+    assert s.language == "English"
+
+
+def test_repeated_tails_are_loops_and_short_repeats_are_speech() -> None:
+    assert repeated_tail([1, 2, 3, 4]) == 0
+    assert repeated_tail([9, 5, 5, 5]) == 0  # "no no no"
+    assert repeated_tail([9, 5, 5, 5, 5, 5, 5]) == 5
+    assert repeated_tail([9, 1, 2, 1, 2]) == 0
+    assert repeated_tail([9, 1, 2, 1, 2, 1, 2]) == 4
+    assert repeated_tail([1, 2, 3, 1, 2, 3, 1, 2, 3, 7]) == 0
+
+
+def forced_decoding(monkeypatch, model: QwenAsrModel, tokens: list[int]) -> None:
+    """The model writes ``tokens`` (then the last one forever), whatever it hears; caches stay real."""
+    original = model.forward
+    written = iter(tokens)
+    last = [tokens[-1]]
+
+    def forward(*args, **kwargs) -> torch.Tensor:
+        logits = torch.full_like(original(*args, **kwargs), -10.0)
+        last[0] = next(written, last[0])
+        logits[last[0]] = 10.0
+        return logits
+
+    monkeypatch.setattr(model, "forward", forward)
+
+
+def test_a_step_that_loops_is_discarded(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", 0)
+    the, on = (scripted.tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in (" the", " on"))
+    forced_decoding(monkeypatch, scripted, [the, on] * 40)
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
+    assert s.feed(noise(1.0)) == ""
+    assert s.context_ids == []  # nothing of the loop is committed, so nothing can be streamed
+
+
+def test_a_non_final_step_writes_only_what_its_new_audio_can_hold(scripted, monkeypatch) -> None:
+    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(PinnedAttention, "target", 0)
+    words = [i for t, i in sorted(scripted.tokenizer.get_vocab().items()) if t.startswith("Ġ") and t[1:].isalpha()]
+    forced_decoding(monkeypatch, scripted, words[:60])  # never an end: a runaway step
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
+    s.feed(noise(1.0))
+    assert len(s.context_ids) == step_token_cap(1.0, in_preamble=False) == 16

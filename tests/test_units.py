@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from wyoming.audio import AudioChunk, AudioFormat
 
 from wyoming_qwen3.audio import AudioFormatError, AudioNormalizer
 from wyoming_qwen3.languages import LANGUAGE_NAMES, UnknownLanguageError, language_codes, resolve_language
 from wyoming_qwen3.local_agreement import LocalAgreement
+from wyoming_qwen3.qwen import Transcription, parse_output, select_dtype
 
 ALL = list(LANGUAGE_NAMES.values())
 
@@ -21,6 +23,12 @@ ALL = list(LANGUAGE_NAMES.values())
         ("de_DE", "German"),
         ("German", "German"),
         ("yue", "Cantonese"),
+        ("zh", "Chinese"),
+        ("zh-CN", "Chinese"),
+        ("zh-TW", "Chinese"),
+        ("zh-HK", "Cantonese"),
+        ("zh_MO", "Cantonese"),
+        ("zh-Hant-HK", "Cantonese"),
         ("auto", None),
         (None, None),
         ("", None),
@@ -35,6 +43,19 @@ def test_unsupported_language_is_refused() -> None:
         resolve_language("fr", ["English"])
     with pytest.raises(UnknownLanguageError):
         resolve_language("xx", ALL)
+
+
+@pytest.mark.parametrize(
+    ("raw", "language", "text"),
+    [
+        ("language English<asr_text>turn on the lights", "English", "turn on the lights"),
+        # No language heard (yet): the text after the tag still counts, as in qwen-asr.
+        ("language None<asr_text>turn on the lights", "", "turn on the lights"),
+        ("language None<asr_text>", "", ""),
+    ],
+)
+def test_model_output_is_parsed(raw: str, language: str, text: str) -> None:
+    assert parse_output(raw, None) == Transcription(language, text)
 
 
 def test_language_codes_round_trip() -> None:
@@ -85,3 +106,14 @@ def test_partial_frames_and_format_changes_are_refused() -> None:
         normalizer.convert(AudioChunk(16000, 2, 1, b"\x00" * 8))
     with pytest.raises(AudioFormatError, match="unsupported sample rate"):
         AudioNormalizer(AudioFormat(10, 2, 1))
+
+
+def test_dtype_falls_back_to_float16_where_cuda_lacks_bfloat16(monkeypatch) -> None:
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: False)
+    assert select_dtype(cuda) == torch.float16  # GTX 10xx/16xx, T4, P4
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: not including_emulation)
+    assert select_dtype(cuda) == torch.bfloat16
+    assert select_dtype(cpu) == torch.float32
+    assert select_dtype(torch.device("mps")) == torch.float32
+    assert select_dtype(cpu, "bfloat16") == torch.bfloat16

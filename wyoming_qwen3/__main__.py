@@ -9,7 +9,9 @@ import logging
 import signal
 import socket
 import sys
+import time
 from functools import partial
+from pathlib import Path
 
 from wyoming.server import AsyncServer, AsyncStdioServer, AsyncTcpServer
 
@@ -43,10 +45,17 @@ def choose_backend(kind: str) -> str:
     return kind
 
 
-def load_alignment_heads(args: argparse.Namespace, model: ResolvedModel) -> AlignmentHeads | None:
-    """The heads file given, or the model folder's own; None for the default heads."""
-    path = args.alignment_heads or model.path / ALIGNMENT_HEADS_FILE
-    if args.alignment_heads is None and not path.is_file():
+def alignment_heads_path(args: argparse.Namespace, model: ResolvedModel) -> Path | None:
+    """The heads file given, else the model folder's own, else the catalogue's measured one."""
+    if args.alignment_heads is not None:
+        return args.alignment_heads
+    candidates = [model.path / ALIGNMENT_HEADS_FILE, model.heads_file]
+    return next((path for path in candidates if path is not None and path.is_file()), None)
+
+
+def load_alignment_heads(path: Path | None) -> AlignmentHeads | None:
+    """The heads of ``path``; None for the default heads."""
+    if path is None:
         return None
     try:
         return AlignmentHeads.load(path)
@@ -63,17 +72,18 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
     from .qwen import QwenAsrModel
     from .simulkv import SimulKvBackend, SimulKvSettings
 
-    heads = load_alignment_heads(args, model)
+    heads_path = alignment_heads_path(args, model)
+    heads = load_alignment_heads(heads_path)
     policy = AlignmentPolicy.for_model(heads, args.border_seconds, args.min_probability)
     settings = SimulKvSettings(policy=policy)
     try:
-        qwen = QwenAsrModel.load(model.path, args.device, args.encoder_window)
+        qwen = QwenAsrModel.load(model.path, args.device, args.encoder_window, args.dtype)
     except ValueError as err:  # an encoder window the model does not know
         raise StartupError(f"--encoder-window: {err}") from err
     backend = SimulKvBackend(qwen, heads, settings)
     _LOGGER.info(
         "Alignment heads: %s; border %.2f s; least probability %.2f; encoder window %.0f s",
-        "from " + str(args.alignment_heads or model.path) if heads else "default",
+        f"{len(heads.heads)} from {heads_path}" if heads else "default (upper half of the decoder)",
         policy.border_seconds,
         policy.min_probability,
         qwen.window_seconds,
@@ -92,6 +102,9 @@ async def serve(args: argparse.Namespace) -> None:
         raise StartupError(str(err)) from err
 
     backend = create_backend(kind, model, args)
+    started = time.monotonic()
+    await asyncio.get_running_loop().run_in_executor(backend.executor, backend.warm_up)
+    _LOGGER.info("Warmed up in %.1f s", time.monotonic() - started)
     try:
         language = resolve_language(args.language, backend.supported_languages)
     except UnknownLanguageError as err:
@@ -104,6 +117,7 @@ async def serve(args: argparse.Namespace) -> None:
         audio_timeout_seconds=args.audio_timeout,
         idle_timeout_seconds=args.idle_timeout,
         event_timeout_seconds=args.event_timeout,
+        emission_log=args.emission_log,
     )
 
     try:

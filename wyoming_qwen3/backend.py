@@ -1,8 +1,11 @@
 """The interface every speech backend implements.
 
 A backend loads one model and makes sessions; a session is one utterance. The
-handler gives a session audio (16 kHz mono float32) and gets back the words it
-has *committed*: words it will never take back. ``finish`` flushes the rest.
+handler gives a session audio (16 kHz mono float32) and gets back the text it
+has *committed*, as an append-only string delta it will never take back (whole
+words, or whole characters in languages written without spaces; see
+``text_units``). ``finish`` returns the rest: the deltas concatenate exactly to
+the final transcript.
 All session methods run on the backend's inference thread, never on the event
 loop.
 """
@@ -36,10 +39,10 @@ class TimedWord:
 
 
 @dataclass(frozen=True)
-class FinalWords:
-    """What ``finish`` returns: the words not committed before, and the language."""
+class FinalText:
+    """What ``finish`` returns: the text not committed before (a delta), and the language."""
 
-    words: list[str]
+    text: str
     #: Qwen3-ASR language name, forced or detected; '' when unknown.
     language: str
 
@@ -48,12 +51,12 @@ class StreamingSession(ABC):
     """One utterance being transcribed while it is spoken."""
 
     @abstractmethod
-    def feed(self, audio: np.ndarray) -> list[str]:
-        """Add samples; return the words newly committed (maybe none)."""
+    def feed(self, audio: np.ndarray) -> str:
+        """Add samples; return the text newly committed, appended to what came before (maybe '')."""
 
     @abstractmethod
-    def finish(self) -> FinalWords:
-        """No more audio: return every word not yet committed."""
+    def finish(self) -> FinalText:
+        """No more audio: return the rest of the transcript."""
 
 
 class Backend(ABC):
@@ -74,3 +77,9 @@ class Backend(ABC):
     @abstractmethod
     def create_session(self, options: SessionOptions) -> StreamingSession:
         """Start transcribing one utterance."""
+
+    def warm_up(self) -> None:
+        """Transcribe 1 s of faint noise once, so the first command pays no lazy initialisation."""
+        session = self.create_session(SessionOptions())
+        session.feed(np.random.default_rng(0).normal(0, 0.01, 16000).astype(np.float32))
+        session.finish()

@@ -64,6 +64,15 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     _add(
         parser,
         env,
+        "--dtype",
+        default="auto",
+        choices=("auto", "float32", "bfloat16", "float16"),
+        help="weights and activations: auto is bfloat16 on CUDA cards that compute it natively, float16 on "
+        "other CUDA cards, float32 on CPU and MPS (default: auto)",
+    )
+    _add(
+        parser,
+        env,
         "--language",
         default=AUTO_LANGUAGE,
         help="default language code, or auto to detect (default: auto)",
@@ -148,6 +157,15 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         type=float,
         default=10.0,
         help="seconds an event may take to arrive once it began, else the connection is closed (default: 10)",
+    )
+    _add(
+        parser,
+        env,
+        "--emission-log",
+        type=Path,
+        metavar="FILE_OR_DIR",
+        help="write one JSON line per unit of text sent (text, speech seconds, wall time, final) to FILE, "
+        "or to one file per utterance in an existing DIR",
     )
     _add(parser, env, "--debug", action="store_true", help="log DEBUG messages")
     _add(parser, env, "--log-format", default=logging.BASIC_FORMAT, help="format of log messages")

@@ -5,8 +5,9 @@ Event order for one utterance (Wyoming 1.10 streaming):
     client: transcribe -> audio-start -> audio-chunk ... -> audio-stop
     server: transcript-start -> transcript-chunk ... -> transcript -> transcript-stop
 
-Chunks are append-only deltas whose words each carry their own leading space,
-so the chunks concatenate to the final transcript (with one leading space).
+Chunks are the backend's append-only text deltas (whole words, or whole
+characters in languages written without spaces), so the chunks concatenate
+exactly to the final transcript.
 Inference runs on the backend's thread; while it runs this handler keeps
 reading events, so ``describe`` is answered and audio is buffered meanwhile.
 No step runs until the stream holds speech (``SPEECH_LEVEL_DBFS``), and a
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
@@ -32,7 +34,8 @@ from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 
 from .audio import SPEECH_LEVEL_DBFS, AudioFormatError, AudioNormalizer, loudest_frame_dbfs
-from .backend import Backend, FinalWords, SessionOptions, StreamingSession
+from .backend import Backend, FinalText, SessionOptions, StreamingSession
+from .emission_log import EmissionLog
 from .languages import UnknownLanguageError, language_code, resolve_language
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
 from .qwen import SAMPLE_RATE
@@ -57,6 +60,8 @@ class HandlerConfig:
     idle_timeout_seconds: float = 120.0
     #: An event whose first byte came must be complete this much later.
     event_timeout_seconds: float = 10.0
+    #: A JSON-lines file, or a folder for one file per utterance, of every unit sent.
+    emission_log: Path | None = None
 
 
 #: Names and terms a client may send: whole entries are kept, in order, while
@@ -75,10 +80,14 @@ class AudioStream:
     normalizer: AudioNormalizer
     options: SessionOptions
     received_samples: int = 0
+    #: Samples handed to the session: the speech its committed text was decided on.
+    fed_samples: int = 0
+    emission_log: EmissionLog | None = None
     #: Set once any 10 ms frame reached SPEECH_LEVEL_DBFS; until then no step runs.
     heard_speech: bool = False
     pending: list[np.ndarray] = field(default_factory=list)
-    committed: list[str] = field(default_factory=list)
+    #: The text sent in transcript-chunk events so far.
+    sent: str = ""
     started: bool = False
     finishing: bool = False
     last_audio_time: float = 0.0
@@ -259,6 +268,8 @@ class Qwen3EventHandler(AsyncEventHandler):
         loop = asyncio.get_running_loop()
         session = await loop.run_in_executor(self._backend.executor, self._backend.create_session, options)
         stream = AudioStream(session=session, normalizer=normalizer, options=options)
+        if self._config.emission_log is not None:
+            stream.emission_log = EmissionLog.for_utterance(self._config.emission_log)
         stream.last_audio_time = loop.time()
         stream.watchdog = asyncio.create_task(self._watch_for_silence(stream))
         self._stream = stream
@@ -320,26 +331,27 @@ class Qwen3EventHandler(AsyncEventHandler):
     # -- transcription ----------------------------------------------------------
 
     async def _run_steps(self, stream: AudioStream) -> None:
-        """Feed buffered audio to the session until none is left, sending committed words."""
+        """Feed buffered audio to the session until none is left, sending committed text."""
         loop = asyncio.get_running_loop()
         while stream.pending and self._stream is stream:
             audio = np.concatenate(stream.pending)
             stream.pending.clear()
+            stream.fed_samples += audio.shape[0]
             try:
-                words = await loop.run_in_executor(self._backend.executor, stream.session.feed, audio)
+                delta = await loop.run_in_executor(self._backend.executor, stream.session.feed, audio)
             except Exception:
                 _LOGGER.exception("%s: transcription failed", self._client)
                 await self._send_error("Transcription failed; see the server log", "transcription-failed")
                 await self._drop_stream()
                 return
             try:
-                await self._send_words(stream, words)
+                await self._send_text(stream, delta)
             except OSError:
                 return  # the client is gone; the read loop logs it and frees the stream
 
-    def _finish_session(self, stream: AudioStream, audio: np.ndarray | None) -> tuple[list[str], FinalWords]:
-        words = stream.session.feed(audio) if audio is not None else []
-        return words, stream.session.finish()
+    def _finish_session(self, stream: AudioStream, audio: np.ndarray | None) -> tuple[str, FinalText]:
+        delta = stream.session.feed(audio) if audio is not None else ""
+        return delta, stream.session.finish()
 
     async def _finish_stream(self, stream: AudioStream) -> None:
         """Flush the session and send the final transcript; runs once per stream."""
@@ -358,12 +370,13 @@ class Qwen3EventHandler(AsyncEventHandler):
             _LOGGER.info("%s: no speech (no 10 ms frame above %.0f dBFS); not decoded", self._client, SPEECH_LEVEL_DBFS)
         pending = np.concatenate(stream.pending) if stream.pending else None
         stream.pending.clear()
+        stream.fed_samples = stream.received_samples
         loop = asyncio.get_running_loop()
         try:
             if stream.heard_speech:
-                words, final = await loop.run_in_executor(self._backend.executor, self._finish_session, stream, pending)
+                delta, final = await loop.run_in_executor(self._backend.executor, self._finish_session, stream, pending)
             else:
-                words, final = [], FinalWords(words=[], language=stream.options.language or "")
+                delta, final = "", FinalText(text="", language=stream.options.language or "")
         except Exception:
             _LOGGER.exception("%s: transcription failed", self._client)
             await self._send_error("Transcription failed; see the server log", "transcription-failed")
@@ -373,8 +386,8 @@ class Qwen3EventHandler(AsyncEventHandler):
             return
         self._stream = None
         language = language_code(final.language) if final.language else None
-        await self._send_words(stream, words + final.words, language)
-        text = " ".join(stream.committed)
+        await self._send_text(stream, delta + final.text, language, final=True)
+        text = stream.sent
         _LOGGER.info(
             "%s: transcript (%s, %.2f s): %s",
             self._client,
@@ -385,14 +398,18 @@ class Qwen3EventHandler(AsyncEventHandler):
         await self.write_event(Transcript(text=text, language=language).event())
         await self.write_event(TranscriptStop().event())
 
-    async def _send_words(self, stream: AudioStream, words: list[str], language: str | None = None) -> None:
+    async def _send_text(
+        self, stream: AudioStream, delta: str, language: str | None = None, final: bool = False
+    ) -> None:
         if not stream.started:
             stream.started = True
             forced = language or (language_code(stream.options.language) if stream.options.language else None)
             await self.write_event(TranscriptStart(language=forced).event())
-        if words:
-            stream.committed.extend(words)
-            await self.write_event(TranscriptChunk(text="".join(f" {w}" for w in words)).event())
+        if delta:
+            stream.sent += delta
+            await self.write_event(TranscriptChunk(text=delta).event())
+            if stream.emission_log is not None:
+                stream.emission_log.write(delta, stream.fed_samples / SAMPLE_RATE, final)
 
     async def _watch_for_silence(self, stream: AudioStream) -> None:
         """Finish a stream whose client stopped sending audio without audio-stop."""

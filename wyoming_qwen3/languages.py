@@ -46,6 +46,8 @@ LANGUAGE_NAMES: dict[str, str] = {
     "zh": "Chinese",
 }
 _CODES_BY_NAME = {name.lower(): code for code, name in LANGUAGE_NAMES.items()}
+#: Regions whose Chinese is Cantonese: ``zh-HK`` and ``zh-MO`` (also ``zh-Hant-HK``) mean ``yue``.
+_CANTONESE_REGIONS = {"hk", "mo"}
 
 
 class UnknownLanguageError(ValueError):
@@ -67,7 +69,10 @@ def resolve_language(language: str | None, supported: Iterable[str]) -> str | No
         return None
 
     requested = language.strip()
-    code = _CODES_BY_NAME.get(requested.lower()) or requested.replace("_", "-").split("-")[0].lower()
+    parts = requested.replace("_", "-").lower().split("-")
+    code = _CODES_BY_NAME.get(requested.lower()) or parts[0]
+    if code == "zh" and _CANTONESE_REGIONS.intersection(parts[1:]):
+        code = "yue"
     name = LANGUAGE_NAMES.get(code)
     supported_names = sorted(supported)
     if name is None or name not in supported_names:

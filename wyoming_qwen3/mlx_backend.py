@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .backend import Backend, FinalWords, SessionOptions, StreamingSession, TimedWord
+from .backend import Backend, FinalText, SessionOptions, StreamingSession, TimedWord
 from .languages import LANGUAGE_NAMES
 from .local_agreement import LocalAgreement, comparable
 from .qwen import SAMPLE_RATE
@@ -84,6 +84,7 @@ class MlxSession(StreamingSession):
         self._hypothesis: list[TimedWord] | None = None
         self._committed_times: list[TimedWord] = []
         self._language = options.language or ""
+        self._sent_any = False
 
     @property
     def buffer_seconds(self) -> float:
@@ -121,7 +122,18 @@ class MlxSession(StreamingSession):
         self._committed_times.extend(words)
         return [w.text for w in words]
 
-    def feed(self, audio: np.ndarray) -> list[str]:
+    def _delta(self, words: list[str]) -> str:
+        """Committed words as an append-only delta of the transcript (words joined by spaces)."""
+        delta = " ".join(words)
+        if delta and self._sent_any:
+            delta = " " + delta
+        self._sent_any = self._sent_any or bool(delta)
+        return delta
+
+    def feed(self, audio: np.ndarray) -> str:
+        return self._delta(self._feed_words(audio))
+
+    def _feed_words(self, audio: np.ndarray) -> list[str]:
         self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
         self._unheard += audio.shape[0]
         if self._unheard < self._step_samples:
@@ -169,16 +181,19 @@ class MlxSession(StreamingSession):
         _LOGGER.debug("Trimmed buffer at %.2f s; %.2f s left", self._offset, self.buffer_seconds)
         return forced
 
-    def finish(self) -> FinalWords:
+    def finish(self) -> FinalText:
+        return FinalText(text=self._delta(self._finish_words()), language=self._language)
+
+    def _finish_words(self) -> list[str]:
         if self._buffer.shape[0] == 0:
-            return FinalWords(words=[], language=self._language)
+            return []
         words = self._hypothesis
         if words is None or self._unheard:
             words = self._transcribe_buffer()
         settled = self._agreement.in_buffer
         rest = self._agreement.flush([w.text for w in words])
         self._commit(words[settled:])
-        return FinalWords(words=rest, language=self._language)
+        return rest
 
 
 class MlxBackend(Backend):

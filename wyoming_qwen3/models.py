@@ -26,6 +26,8 @@ class CatalogueModel:
     url: str
     #: A folder shipped inside this package instead of a hub download.
     bundled: str | None = None
+    #: Alignment heads measured on this model's real weights, shipped in ``heads/``.
+    heads_file: str | None = None
 
 
 CATALOGUE: dict[str, CatalogueModel] = {
@@ -35,11 +37,13 @@ CATALOGUE: dict[str, CatalogueModel] = {
             name="Qwen/Qwen3-ASR-0.6B",
             description="Qwen3-ASR 0.6B: fast, 30 languages",
             url="https://huggingface.co/Qwen/Qwen3-ASR-0.6B",
+            heads_file="Qwen3-ASR-0.6B.json",
         ),
         CatalogueModel(
             name="Qwen/Qwen3-ASR-1.7B",
             description="Qwen3-ASR 1.7B: most accurate, 30 languages",
             url="https://huggingface.co/Qwen/Qwen3-ASR-1.7B",
+            heads_file="Qwen3-ASR-1.7B.json",
         ),
         CatalogueModel(
             name="demo",
@@ -64,6 +68,12 @@ class ResolvedModel:
     path: Path
     description: str
     url: str
+    #: The catalogue's measured alignment heads for this model, if any.
+    heads_file: Path | None = None
+
+
+def _heads_file(entry: CatalogueModel) -> Path | None:
+    return Path(__file__).parent / "heads" / entry.heads_file if entry.heads_file else None
 
 
 def _local_folder_name(name: str) -> str:
@@ -108,7 +118,7 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
         candidate = data_dir / _local_folder_name(entry.name)
         if (candidate / "config.json").is_file():
             _LOGGER.debug("Found %s in %s", entry.name, candidate)
-            return ResolvedModel(entry.name, candidate, entry.description, entry.url)
+            return ResolvedModel(entry.name, candidate, entry.description, entry.url, _heads_file(entry))
 
     target = download_dir / _local_folder_name(entry.name)
     _LOGGER.info("Downloading %s to %s", entry.name, target)
@@ -122,4 +132,4 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
             "Check the network, or pass --model with a local folder."
         ) from err
     _check_model_folder(target)
-    return ResolvedModel(entry.name, target, entry.description, entry.url)
+    return ResolvedModel(entry.name, target, entry.description, entry.url, _heads_file(entry))

@@ -36,6 +36,10 @@ class TokenIds:
 
     audio_pad: int
     eos: frozenset[int]
+    #: ``<asr_text>``: ends the ``language X`` preamble (151704 on the real models).
+    asr_text: int
+    #: Special tokens: like the preamble, they say nothing about where the model is in the audio.
+    special: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,23 @@ def select_device(device: str) -> torch.device:
     if torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+#: ``--dtype`` choices; ``auto`` is resolved by select_dtype.
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def select_dtype(device: torch.device, requested: str = "auto") -> torch.dtype:
+    """bfloat16 on CUDA where the card computes it natively, else float16 there; float32 elsewhere.
+
+    GTX 10xx/16xx, T4 and P4 cards (common in home servers) have no native
+    bfloat16; on CPU and MPS float32 stays until half precision is measured there.
+    """
+    if requested != "auto":
+        return DTYPES[requested]
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+    return torch.float32
 
 
 class QwenAsrModel:
@@ -96,6 +117,8 @@ class QwenAsrModel:
         self.token_ids = TokenIds(
             audio_pad=self.tokenizer.convert_tokens_to_ids(self.tokenizer.audio_token),
             eos=frozenset(i for i in eos if isinstance(i, int) and i >= 0),
+            asr_text=self.tokenizer.convert_tokens_to_ids(ASR_TEXT_TAG),
+            special=frozenset(self.tokenizer.all_special_ids),
         )
         self.supported_languages: list[str] = list(getattr(model.config, "support_languages", None) or [])
 
@@ -120,17 +143,21 @@ class QwenAsrModel:
         return self.window_frames / FRAMES_PER_SECOND
 
     @classmethod
-    def load(cls, path: Path, device: str = "auto", window_seconds: float | None = None) -> QwenAsrModel:
-        """Load a model folder onto a device (bfloat16 on CUDA, float32 elsewhere)."""
+    def load(
+        cls, path: Path, device: str = "auto", window_seconds: float | None = None, dtype: str = "auto"
+    ) -> QwenAsrModel:
+        """Load a model folder onto a device, in ``dtype`` (see select_dtype)."""
         from qwen_asr.core.transformers_backend import (
             Qwen3ASRForConditionalGeneration,
             Qwen3ASRProcessor,
         )
 
         torch_device = select_device(device)
-        dtype = torch.bfloat16 if torch_device.type == "cuda" else torch.float32
-        _LOGGER.debug("Loading %s on %s (%s)", path, torch_device, dtype)
-        model = Qwen3ASRForConditionalGeneration.from_pretrained(str(path), dtype=dtype, attn_implementation="sdpa")
+        torch_dtype = select_dtype(torch_device, dtype)
+        _LOGGER.info("Loading %s on %s (%s)", path, torch_device, torch_dtype)
+        model = Qwen3ASRForConditionalGeneration.from_pretrained(
+            str(path), dtype=torch_dtype, attn_implementation="sdpa"
+        )
         model.to(torch_device).eval()
         processor = Qwen3ASRProcessor.from_pretrained(str(path))
         return cls(model, processor, torch_device, window_seconds)
@@ -252,7 +279,27 @@ class QwenAsrModel:
             generated.append(token)
             logits = self.forward(self.embed_tokens([token]), position, cache)
             position += 1
+        # A loop keeps its first copy, as the streaming final pass does.
+        del generated[len(generated) - repeated_tail(generated) :]
         return parse_output(self.decode_text(generated), language)
+
+
+def repeated_tail(tokens: list[int], max_period: int = 16) -> int:
+    """How many tokens at the end repeat a block before them, as a decoding loop does; 0 if none.
+
+    A block of 2 or more tokens must come 3 times, a single token 6 times
+    ("no no no" is speech; six of a token are a loop).
+    """
+    for period in range(1, max_period + 1):
+        block = tokens[-period:]
+        if len(block) < period:
+            break
+        copies = 1
+        while tokens[-period * (copies + 1) : len(tokens) - period * copies] == block:
+            copies += 1
+        if copies >= (6 if period == 1 else 3):
+            return (copies - 1) * period
+    return 0
 
 
 def parse_output(raw: str, forced_language: str | None, complete: bool = True) -> Transcription:
@@ -271,5 +318,6 @@ def parse_output(raw: str, forced_language: str | None, complete: bool = True) -
         return Transcription(language="", text=raw.strip() if complete else "")
     language = meta.strip().removeprefix("language").strip()
     if language.lower() == "none":
-        return Transcription(language="", text="")
+        # The model heard no language (yet): as in qwen-asr, the text after the tag still counts.
+        language = ""
     return Transcription(language=language, text=text.strip())

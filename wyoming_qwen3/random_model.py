@@ -233,7 +233,13 @@ def create_random_model(shape_name: str = "tiny", seed: int = 0, script: str | N
     import torch
 
     shape = SHAPES[shape_name]
-    tokenizer = build_tokenizer(shape.vocab_size)
+    corpus = None
+    if script is not None and not script.isascii():
+        # Byte-level BPE learns whole-character tokens only from text that uses them: without
+        # this, a Chinese script is byte pieces that repeat (every ideograph shares lead bytes).
+        # One character a line, so that each becomes a token of its own and none merge further.
+        corpus = [*_TOKENIZER_CORPUS.split("\n"), *[c for c in script if not c.isspace()] * 20]
+    tokenizer = build_tokenizer(shape.vocab_size, corpus)
     torch.manual_seed(seed)
     model = create_model(shape, tokenizer)
     if shape_name == "tiny":

@@ -24,8 +24,9 @@ from transformers import DynamicCache
 
 from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, use_recording_attention
 from .audio_cache import AudioWindowCache
-from .backend import Backend, FinalWords, SessionOptions, StreamingSession, TimedWord
-from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, SAMPLES_PER_FRAME, QwenAsrModel, parse_output
+from .backend import Backend, FinalText, SessionOptions, StreamingSession, TimedWord
+from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, SAMPLES_PER_FRAME, QwenAsrModel, parse_output, repeated_tail
+from .text_units import SentText, normalize
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -41,6 +42,9 @@ class SimulKvSettings:
     audio_max_seconds: float = 30.0
     #: Reuse the KV and encoder caches (off only for the benchmark's baseline).
     reuse: bool = True
+    #: A detected language is committed once the buffer holds this much audio (the
+    #: preamble ``language X<asr_text>`` is exempt from the border, so it would be on 0.5 s).
+    language_seconds: float = 2.0
     #: Benchmark only: decode exactly this many tokens each step, ignoring the policy.
     fixed_tokens_per_step: int | None = None
 
@@ -55,6 +59,16 @@ class SessionStats:
     #: Prefilled so far: audio tokens, and text (the prompt around the audio, the answer fed back).
     audio_tokens_prefilled: int = 0
     text_tokens_prefilled: int = 0
+
+
+def step_token_cap(new_seconds: float, in_preamble: bool) -> int:
+    """Tokens a non-final step may write for ``new_seconds`` of new audio.
+
+    Fast speech is about 5 tokens a second; 8 a second and 8 more leave room
+    for text held back at the border in earlier steps, and 8 more for the
+    language preamble.
+    """
+    return 8 + int(8 * new_seconds) + (8 if in_preamble else 0)
 
 
 class SimulKvBackend(Backend):
@@ -109,7 +123,10 @@ class SimulKvSession(StreamingSession):
         self._times: list[float] = []
         #: Tokens fed back as the answer so far (committed, minus text of trimmed audio).
         self._context: list[int] = []
-        self._emitted_words = 0
+        self._sent = SentText()
+        #: Audio time (s) the last committed text token looked at; None at first and after a
+        #: rewind, as in the SimulStreaming reference (a stale one made every step rewind).
+        self._last_text_time: float | None = None
         self.stats = SessionStats()
 
     @property
@@ -138,21 +155,20 @@ class SimulKvSession(StreamingSession):
 
     # -- streaming ------------------------------------------------------------
 
-    def feed(self, audio: np.ndarray) -> list[str]:
+    def feed(self, audio: np.ndarray) -> str:
         self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
         self._unheard += audio.shape[0]
         if self._unheard < self._settings.step_seconds * SAMPLE_RATE:
-            return []
+            return ""
         self._trim_if_needed()
         self._step(final=False)
-        return self._new_words(final=False)
+        return self._sent.advance(self._text(final=False), final=False)
 
-    def finish(self) -> FinalWords:
+    def finish(self) -> FinalText:
         if self._buffer.shape[0] > 0:
-            self._forget_unsent_word()
+            self._forget_unsent_text()
             self._step(final=True)
-        words = self._new_words(final=True)
-        return FinalWords(words=words, language=self.language)
+        return FinalText(text=self._sent.advance(self._text(final=True), final=True), language=self.language)
 
     @dataclass
     class Prefill:
@@ -195,6 +211,7 @@ class SimulKvSession(StreamingSession):
 
     @torch.inference_mode()
     def _step(self, final: bool) -> None:
+        new_seconds = self._unheard / SAMPLE_RATE
         self._unheard = 0
         self.stats.steps += 1
         model = self._model
@@ -203,49 +220,90 @@ class SimulKvSession(StreamingSession):
         audio_span = (self._prefix_len, self._prefix_len + audio_tokens)
         budget = self._token_budget()
         previous = self._last_attended_token()
+        ids = model.token_ids
+        in_preamble = not self._options.language and ids.asr_text not in self._committed
         new_tokens: list[int] = []
         new_times: list[float] = []
         fixed = self._settings.fixed_tokens_per_step
         limit = budget if fixed is None else fixed
+        if not final and fixed is None:
+            # A non-final step writes what the new audio can hold, so a runaway step costs little.
+            limit = min(limit, step_token_cap(new_seconds, in_preamble))
         for index in range(limit):
             token = int(logits.argmax())
             attended = self._policy.attended_token(recorder.audio_attention(*audio_span))
+            # The language preamble and special tokens do not track the audio: no policy applies.
+            is_text = not in_preamble and token not in ids.special
             if fixed is None:
-                if token in model.token_ids.eos:
+                if token in ids.eos:
                     break
-                if not final and self._policy.jumped_back(attended, previous):
+                if not final and in_preamble and self._buffer.shape[0] < self._settings.language_seconds * SAMPLE_RATE:
+                    break  # the language, once committed, holds for the utterance: decide it on enough audio
+                if not final and is_text and self._policy.jumped_back(attended, previous):
                     _LOGGER.debug("Rewind: attention jumped from token %s to %s", previous, attended)
                     new_tokens, new_times = [], []
+                    self._last_text_time = None
                     break
-                if not final and (self._policy.at_border(attended, audio_tokens) or self._policy.unsure(logits)):
-                    break
+                if not final and is_text:
+                    if self._policy.at_border(attended, audio_tokens) or self._policy.unsure(logits):
+                        break
             new_tokens.append(token)
             new_times.append(self.offset_seconds + attended / self._policy.tokens_per_second)
-            previous = attended
+            if is_text:
+                previous = attended
+                self._last_text_time = new_times[-1]
+            in_preamble = in_preamble and token != ids.asr_text
             if index + 1 == limit:
                 break  # no token follows: its forward would be computed for nothing
             recorder = AttentionRecorder(self._heads_by_layer)
             logits = model.forward(model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder)
             position += 1
+        if fixed is None:
+            new_tokens, new_times = self._without_loop(new_tokens, new_times, final)
+            if final and len(new_tokens) == limit:
+                _LOGGER.warning("The final pass used its whole budget of %d tokens; the transcript may be cut", limit)
         self._committed += new_tokens
         self._context += new_tokens
         self._times += new_times
 
-    def _forget_unsent_word(self) -> None:
-        """Drop the committed tokens of words not yet sent, so the final step decodes them again.
+    def _without_loop(self, tokens: list[int], times: list[float], final: bool) -> tuple[list[int], list[float]]:
+        """A step ending in a loop is discarded; the final pass keeps the loop's first copy only.
 
-        Only sent words are final to the client. The tokens of a word begun but
+        Streamed text cannot be taken back, so a hallucinated loop ("the the the ...")
+        must never be committed by a non-final step.
+        """
+        looping = min(repeated_tail(self._committed + tokens), len(tokens))
+        if not looping:
+            return tokens, times
+        if not final:
+            _LOGGER.debug("Discarded a step that repeats itself (%d tokens)", looping)
+            return [], []
+        _LOGGER.warning("The final pass repeats itself; %d repeated tokens dropped", looping)
+        keep = max(0, len(tokens) - looping)
+        return tokens[:keep], times[:keep]
+
+    def _forget_unsent_text(self) -> None:
+        """Drop the committed tokens past the text sent, so the final step decodes them again.
+
+        Only sent text is final to the client. The tokens of a word begun but
         not sent were chosen on less audio; kept, one wrong early piece steers
         the rest ("si" at 1.5 s of "stop the music..." ended as "side room dim
         living living room" on the demo model), and decoding them again over
-        the whole utterance costs a few tokens.
+        the whole utterance costs a few tokens. Sent units stay committed, so
+        the final step never decodes them again.
         """
         preamble = self._preamble_length()
-        starts = self._word_starts(preamble)
-        if len(starts) > self._emitted_words:
-            index = starts[self._emitted_words]
-            dropped = len(self._committed) - index
-            del self._committed[index:], self._times[index:]
+        keep = next(
+            (
+                index
+                for index in range(preamble, len(self._committed) + 1)
+                if normalize(self._text_of(index)).startswith(self._sent.text)
+            ),
+            len(self._committed),
+        )
+        dropped = len(self._committed) - keep
+        if dropped:
+            del self._committed[keep:], self._times[keep:]
             del self._context[max(preamble, len(self._context) - dropped) :]
 
     def _token_budget(self) -> int:
@@ -253,9 +311,9 @@ class SimulKvSession(StreamingSession):
         return max(0, total - len(self._committed))
 
     def _last_attended_token(self) -> int | None:
-        if not self._times:
+        if self._last_text_time is None:
             return None
-        return round((self._times[-1] - self.offset_seconds) * self._policy.tokens_per_second)
+        return round((self._last_text_time - self.offset_seconds) * self._policy.tokens_per_second)
 
     def _trim_if_needed(self) -> None:
         """Cut whole encoder windows from the front once the buffer is too long."""
@@ -297,19 +355,15 @@ class SimulKvSession(StreamingSession):
     def _text(self, final: bool) -> str:
         return parse_output(self._model.decode_text(self._committed), self._options.language, final).text
 
+    def _text_of(self, tokens: int) -> str:
+        """The transcript text of the first ``tokens`` committed tokens."""
+        return parse_output(self._model.decode_text(self._committed[:tokens]), self._options.language, False).text
+
     @property
     def language(self) -> str:
         if self._options.language:
             return self._options.language
         return parse_output(self._model.decode_text(self._committed), None).language
-
-    def _new_words(self, final: bool) -> list[str]:
-        words = self._text(final).split()
-        if not final:
-            words = words[:-1]  # the last word may still grow: " kit" -> " kitchen"
-        new = words[self._emitted_words :]
-        self._emitted_words = max(self._emitted_words, len(words))
-        return new
 
     @property
     def word_times(self) -> list[TimedWord]:

@@ -1,0 +1,71 @@
+"""The emission log: one JSON line per unit of text sent, for latency tools and benchmarks.
+
+``--emission-log FILE`` appends every utterance's units to FILE;
+``--emission-log DIR`` (an existing folder) writes one file per utterance.
+Each line: the utterance, the unit (its text with any leading space, so the
+units concatenate to the transcript), the seconds of speech the server had
+received when it committed the unit, the wall time it was sent (Unix
+seconds), and whether it came with the final transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .text_units import is_unspaced
+
+#: A word with its leading space, or one character of a script written without spaces.
+_UNIT = re.compile(r"\s*\S")
+
+
+def split_units(delta: str) -> list[str]:
+    """The units of a delta, each with its leading space; they concatenate to the delta."""
+    units: list[str] = []
+    for match in _UNIT.finditer(delta):
+        piece = match.group()
+        starts_new = not units or piece[0].isspace() or is_unspaced(piece[-1]) or is_unspaced(units[-1][-1])
+        if starts_new:
+            units.append(piece)
+        else:
+            units[-1] += piece
+    if units:
+        units[-1] += delta[len("".join(units)) :]  # trailing spaces, if any
+    return units
+
+
+@dataclass
+class EmissionLog:
+    """Where one utterance's units are written."""
+
+    path: Path
+    utterance: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @classmethod
+    def for_utterance(cls, target: Path) -> EmissionLog:
+        utterance = uuid.uuid4().hex[:12]
+        path = target / f"{time.strftime('%Y%m%d-%H%M%S')}-{utterance}.jsonl" if target.is_dir() else target
+        return cls(path, utterance)
+
+    def write(self, delta: str, speech_seconds: float, final: bool) -> None:
+        sent = time.time()
+        lines = [
+            json.dumps(
+                {
+                    "utterance": self.utterance,
+                    "text": unit,
+                    "speech_seconds": round(speech_seconds, 3),
+                    "sent": round(sent, 3),
+                    "final": final,
+                },
+                ensure_ascii=False,
+            )
+            for unit in split_units(delta)
+        ]
+        if lines:
+            with self.path.open("a", encoding="utf-8") as log:
+                log.write("\n".join(lines) + "\n")

@@ -1,0 +1,93 @@
+"""What part of a growing transcript may be sent: whole units, as an append-only string.
+
+Text is a string, never a word list. Where a language separates words with
+spaces a unit is a word, and the last one is held back while the transcript can
+still grow (" kit" may become " kitchen"). Chinese, Cantonese, Japanese and Thai
+are written without spaces: each of their characters is a unit of its own, so
+"打开客厅的灯" streams character by character, and nothing is inserted between
+them. Decoded text from an incomplete UTF-8 sequence on (U+FFFD, when a
+character's bytes are split over tokens) waits for the next token or the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from dataclasses import dataclass
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Code point ranges of scripts written without spaces between words.
+_UNSPACED_RANGES = (
+    (0x0E00, 0x0E7F),  # Thai
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0xFF66, 0xFF9F),  # Halfwidth Katakana
+    (0x20000, 0x3134F),  # CJK Extensions B-G
+)
+_INCOMPLETE = "\ufffd"
+
+
+def is_unspaced(character: str) -> bool:
+    """Whether a character belongs to a script written without spaces (a unit on its own)."""
+    code = ord(character)
+    return any(low <= code <= high for low, high in _UNSPACED_RANGES) or (
+        # CJK punctuation (。，、「」) ends a unit too.
+        0x3000 <= code <= 0x303F or 0xFF00 <= code <= 0xFF65 and unicodedata.category(character).startswith("P")
+    )
+
+
+def normalize(text: str) -> str:
+    """One space for every run of whitespace, none at the ends: the transcript as sent."""
+    return " ".join(text.split())
+
+
+def complete_units(text: str, final: bool) -> str:
+    """The longest prefix of normalized ``text`` that ends a unit (all of it when ``final``).
+
+    Appending to ``text`` never changes this prefix, so successive results
+    only grow: their differences are the append-only deltas a client receives.
+    """
+    text = normalize(text)
+    if final:
+        return text  # as the offline pass reads it, bytes the model left incomplete included
+    end = text.find(_INCOMPLETE)
+    if end >= 0:
+        text = text[:end]
+    for index in range(len(text), 0, -1):
+        if index < len(text) and text[index] == " ":
+            return text[:index]  # a unit ends before a space
+        if is_unspaced(text[index - 1]) and _closed(text, index):
+            return text[:index]  # or after a character of an unspaced script
+    return ""
+
+
+def _closed(text: str, index: int) -> bool:
+    """Whether no combining mark can still join the character before ``index``.
+
+    Thai writes vowels and tone marks as combining characters after their
+    consonant ("ปิ" is "ป" + "ิ"), so a Thai character at the very end waits.
+    """
+    if index < len(text):
+        return not unicodedata.category(text[index]).startswith("M")
+    return not 0x0E00 <= ord(text[index - 1]) <= 0x0E7F
+
+
+@dataclass
+class SentText:
+    """The text a session has sent so far, and the deltas that extend it."""
+
+    text: str = ""
+
+    def advance(self, transcript: str, final: bool) -> str:
+        """The delta that brings what was sent up to the complete units of ``transcript``."""
+        units = complete_units(transcript, final)
+        if not units.startswith(self.text):
+            # Committed text is never taken back, so this means a bug: send nothing wrong.
+            _LOGGER.warning("Transcript %r no longer starts with the text sent, %r", units, self.text)
+            return ""
+        delta, self.text = units[len(self.text) :], units
+        return delta
