@@ -84,7 +84,8 @@ class AlignmentHeads:
 class AttentionRecorder:
     """Collects, for one forward pass, the last query row's attention of the alignment heads."""
 
-    heads_by_layer: dict[int, list[int]]
+    #: layer -> its heads; a tensor on the model's device keeps the per-token path free of host copies.
+    heads_by_layer: dict[int, torch.Tensor] | dict[int, list[int]]
     #: layer -> [heads, keys] attention weights of the newest position.
     rows: dict[int, torch.Tensor] = field(default_factory=dict)
 
@@ -105,10 +106,10 @@ def _recording_attention(
     """SDPA attention that also records alignment heads' weights when asked to."""
     if alignment_recorder is not None:
         heads = alignment_recorder.heads_by_layer.get(module.layer_idx)
-        if heads:
-            groups = module.num_key_value_groups
-            q = query[0, heads, -1:, :].float()  # [heads, 1, dim]
-            k = key[0, [h // groups for h in heads]].float()  # [heads, keys, dim]
+        if heads is not None and len(heads):
+            index = heads if isinstance(heads, torch.Tensor) else torch.tensor(heads, device=query.device)
+            q = query[0, index, -1:, :].float()  # [heads, 1, dim]
+            k = key[0, index // module.num_key_value_groups].float()  # [heads, keys, dim]
             # The newest position sees every key, so no mask applies to its row.
             scores = torch.matmul(q, k.transpose(1, 2))[:, 0, :] * module.scaling
             alignment_recorder.rows[module.layer_idx] = torch.softmax(scores, dim=-1)

@@ -104,7 +104,9 @@ class SimulKvSession(StreamingSession):
         self._model = model
         self._settings = settings
         self._options = options
-        self._heads_by_layer = heads.by_layer
+        self._heads_by_layer = {
+            layer: torch.tensor(layer_heads, device=model.device) for layer, layer_heads in heads.by_layer.items()
+        }
         self._policy = settings.policy
         prompt = model.prompt_ids(options.context, options.language)
         self._prefix_len = len(prompt.prefix)
