@@ -21,8 +21,8 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event, read_event, write_event
 from wyoming.info import Describe
 
-from wyoming_qwen3.emission_log import split_units
 from wyoming_qwen3.handler import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries
+from wyoming_qwen3.text_units import split_units
 
 from .conftest import SCRIPT_TEXT, ServerProcess, Speech, run, start_server
 from .wyoming_client import StreamResult, assert_streaming_order, transcribe

@@ -1,156 +1,257 @@
-"""The mlx backend's committer, trimming and time offsets, against a stand-in.
+"""The mlx backend against a stand-in that follows mlx-qwen3-asr's source (``tests/standins``).
 
-``FakeMlxSession`` has the signature and result shape of
-``mlx_qwen3_asr.Session.transcribe`` (text, language, segments with start/end).
-The tests' audio is a ramp whose samples encode their own time, so the stand-in
-knows where in the utterance the (trimmed) buffer starts, as a real model would
-from the sound itself.
+The stand-in hears a scripted timeline of text units in noise bursts; it
+behaves as the library does where the backend depends on it (see its
+docstring): ``result.text`` as the model wrote it, the forced aligner loaded
+from the hub only when timestamps are asked for, loading by folder or hub name.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.server import ServerProcess, free_port
+from wyoming_qwen3 import mlx_backend
 from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.mlx_backend import MlxBackend, MlxSession, timed_words
+from wyoming_qwen3.mlx_backend import MlxBackend, MlxSession
 from wyoming_qwen3.qwen import SAMPLE_RATE
 
-RAMP_SCALE = 1000.0  # sample value = seconds / RAMP_SCALE
+STANDINS = Path(__file__).parent / "standins"
+sys.path.insert(0, str(STANDINS))
+import mlx_qwen3_asr  # noqa: E402  (the stand-in)
+
+from .conftest import Speech  # noqa: E402
+from .wyoming_client import assert_streaming_order, transcribe  # noqa: E402
+
+Timeline = list[tuple[str, float, float]]
 
 
-def ramp(start: float, seconds: float) -> np.ndarray:
-    return ((start + np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE) / RAMP_SCALE).astype(np.float32)
+@pytest.fixture
+def on_a_mac(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Pretend to be Apple Silicon, with the stand-in importable as ``mlx_qwen3_asr``."""
+    monkeypatch.setattr(mlx_backend, "is_apple_silicon", lambda: True)
+    yield
 
 
-@dataclass
-class Result:
-    text: str
-    language: str
-    segments: list[dict] | None = None
+def timeline_of(units: list[str], start: float = 0.3, unit_seconds: float = 0.3, gap: float = 0.15) -> Timeline:
+    timeline = []
+    for index, unit in enumerate(units):
+        begin = start + index * (unit_seconds + gap)
+        timeline.append((unit, round(begin, 3), round(begin + unit_seconds, 3)))
+    return timeline
 
 
-@dataclass
-class FakeMlxSession:
-    """Hears the words of a timeline that lie inside the buffer; a word cut by the buffer end is heard half-said."""
-
-    timeline: list[tuple[str, float, float]]
-    echo_before_cut: bool = False
-    calls: list[tuple[float, float]] = field(default_factory=list)
-    model_info: dict = field(default_factory=lambda: {"support_languages": ["English", "German"]})
-
-    def transcribe(self, audio, *, context="", language=None, return_timestamps=False):  # noqa: ANN001, ANN201
-        assert return_timestamps
-        start = float(audio[0]) * RAMP_SCALE if len(audio) else 0.0
-        end = start + len(audio) / SAMPLE_RATE
-        self.calls.append((start, end))
-        segments = []
-        for word, w_start, w_end in self.timeline:
-            if w_start >= start and w_start < end:
-                text = word if w_end <= end else word[: max(1, len(word) // 2)]
-                segments.append({"text": text, "start": w_start - start, "end": min(w_end, end) - start})
-            elif self.echo_before_cut and w_end <= start and start - w_end < 0.3:
-                segments.append({"text": word, "start": 0.0, "end": 0.05})  # heard again at the cut
-        return Result(text=" ".join(s["text"] for s in segments), language="English", segments=segments)
+def model_folder(path: Path, timeline: Timeline, language: str = "English", failure: str | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    config = {"model_type": "qwen3_asr", "support_languages": ["English", "Chinese", "Japanese"]}
+    (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    script = {"language": language, "timeline": timeline, "failure": failure}
+    (path / "standin.json").write_text(json.dumps(script, ensure_ascii=False), encoding="utf-8")
+    return path
 
 
-@dataclass
-class ScriptedMlxSession:
-    """Returns scripted hypotheses in turn, whatever the audio."""
-
-    hypotheses: list[str]
-    calls: int = 0
-
-    def transcribe(self, audio, *, context="", language=None, return_timestamps=False):  # noqa: ANN001, ANN201
-        text = self.hypotheses[min(self.calls, len(self.hypotheses) - 1)]
-        self.calls += 1
-        duration = len(audio) / SAMPLE_RATE
-        return Result(
-            text=text, language="English", segments=[{"text": text, "start": 0.0, "end": duration}] if text else []
-        )
-
-
-def stream(session: MlxSession, audio: np.ndarray, chunk_seconds: float = 0.1) -> tuple[list[list[str]], list[str]]:
+def stream(session: MlxSession, audio: np.ndarray, chunk_seconds: float = 0.01) -> tuple[list[str], str]:
+    """Feed 10 ms chunks as Home Assistant does; the non-empty deltas, and the final delta."""
     step = int(chunk_seconds * SAMPLE_RATE)
     deltas = [session.feed(audio[i : i + step]) for i in range(0, audio.shape[0], step)]
-    final = session.finish().text
-    assert "".join(deltas) + final == " ".join("".join(deltas + [final]).split())  # append-only, one space apart
-    return [d.split() for d in deltas if d], final.split()
+    return [d for d in deltas if d], session.finish().text
+
+
+def run_stream(tmp_path: Path, units: list[str], language: str = "English", **session_options: float) -> tuple:
+    timeline = timeline_of(units)
+    asr = mlx_qwen3_asr.Session(str(model_folder(tmp_path / "model", timeline, language)))
+    seconds = timeline[-1][2] + 0.5
+    session = MlxSession(asr, SessionOptions(), **session_options)
+    deltas, final = stream(session, mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)])
+    return deltas, final, asr
+
+
+def test_punctuation_and_digits_survive(tmp_path: Path) -> None:
+    units = ["Set", " a", " timer", " for", " 2:30,", " twenty-one", " minutes", " (not", " 20).", " Thanks!"]
+    deltas, final, asr = run_stream(tmp_path, units)
+    assert "".join(deltas) + final == "Set a timer for 2:30, twenty-one minutes (not 20). Thanks!"
+    assert len(deltas) >= 3  # streamed, not all at the end
+
+
+@pytest.mark.parametrize(
+    ("language", "text"),
+    [("Chinese", "打开客厅的灯然后关掉卧室的空调"), ("Japanese", "リビングの電気をつけてください")],
+)
+def test_unspaced_languages_stream_without_inserted_spaces(tmp_path: Path, language: str, text: str) -> None:
+    deltas, final, asr = run_stream(tmp_path, list(text), language)
+    assert "".join(deltas) + final == text
+    assert len("".join(deltas)) >= len(text) // 2  # at least half sent before audio-stop
+    assert all(" " not in delta for delta in deltas)
+
+
+def test_no_aligner_or_second_model_during_a_stream(tmp_path: Path) -> None:
+    deltas, final, asr = run_stream(tmp_path, ["turn", " on", " the", " lights"])
+    assert asr.calls and not any(options.get("return_timestamps") for _, options in asr.calls)
+
+
+def test_the_stand_in_loads_the_aligner_when_timestamps_are_asked_for(tmp_path: Path) -> None:
+    # Keeps the stand-in honest: the real library builds a ForcedAligner from the hub here.
+    asr = mlx_qwen3_asr.Session(str(model_folder(tmp_path / "model", timeline_of(["hi"]))))
+    with pytest.raises(OSError, match="ForcedAligner"):
+        asr.transcribe(mlx_qwen3_asr.speech(timeline_of(["hi"]), 2.0), return_timestamps=True)
 
 
 def test_revisions_are_not_committed_until_two_hypotheses_agree() -> None:
-    asr = ScriptedMlxSession(
-        ["turn of", "turn on the", "turn on the light", "turn on the lights", "turn on the lights"]
-    )
-    session = MlxSession(asr, SessionOptions())
-    commits, final = stream(session, ramp(0, 4.0))
-    assert commits == [["turn"], ["on", "the"]]
-    assert final == ["lights"]
+    class Scripted:
+        def __init__(self, texts: list[str]) -> None:
+            self.texts, self.calls = texts, 0
+
+        def transcribe(self, audio: np.ndarray, *, context: str = "", language: str | None = None):  # noqa: ANN202
+            text = self.texts[min(self.calls, len(self.texts) - 1)]
+            self.calls += 1
+            return mlx_qwen3_asr.TranscriptionResult(text=text, language="English" if text else "unknown")
+
+    asr = Scripted(["turn of", "turn on the", "turn on the light", "turn on the lights.", "turn on the lights."])
+    deltas, final = stream(MlxSession(asr, SessionOptions()), np.zeros(4 * SAMPLE_RATE, np.float32))
+    assert deltas == ["turn", " on the"]  # "of" was revised; the last unit waits
+    assert final == " lights."
     assert asr.calls == 4  # four steps of one second; finish reuses the last (no new audio)
 
 
-def test_empty_results_commit_nothing() -> None:
-    asr = ScriptedMlxSession(["", "", "hello there", "", "hello"])
-    session = MlxSession(asr, SessionOptions())
-    commits, final = stream(session, ramp(0, 4.0))
-    assert commits == []
-    assert final == []  # the last hypothesis heard nothing
-    session = MlxSession(ScriptedMlxSession(["", "", "hello"]), SessionOptions())
-    commits, final = stream(session, ramp(0, 3.0))
-    assert (commits, final) == ([], ["hello"])
+def test_long_stream_is_cut_at_pauses_keeping_every_unit_once(tmp_path: Path) -> None:
+    units = [f" w{i}" if i else "w0" for i in range(80)]  # 36 s of speech
+    deltas, final, asr = run_stream(tmp_path, units, max_buffer_seconds=8.0)
+    assert "".join(deltas) + final == "".join(units)
+    lengths = [seconds for seconds, _ in asr.calls]
+    assert max(lengths) <= 8.0 + 1.0  # bounded: the cap and one step
+    # Cost: audio-seconds transcribed per second of audio, steps and cuts together.
+    assert sum(lengths) / (timeline_of(units)[-1][2] + 0.5) < 8.0
 
 
-def test_at_most_one_inference_per_second_of_new_audio() -> None:
-    asr = FakeMlxSession(timeline=[])
-    session = MlxSession(asr, SessionOptions())
-    stream(session, ramp(0, 10.0), chunk_seconds=0.01)
-    assert len(asr.calls) == 10 + 0  # the final pass is skipped: nothing new since the last step
-
-
-def make_timeline(words: int, spacing: float = 0.5) -> list[tuple[str, float, float]]:
-    return [(f"w{i}", 0.2 + i * spacing, 0.2 + i * spacing + 0.35) for i in range(words)]
-
-
-@pytest.mark.parametrize("echo", [False, True])
-def test_trimmed_buffer_keeps_every_word_once_with_utterance_times(echo: bool) -> None:
-    timeline = make_timeline(70)  # 35 s of speech
-    asr = FakeMlxSession(timeline=timeline, echo_before_cut=echo)
+def test_a_unit_across_the_cut_is_not_lost_or_doubled(tmp_path: Path) -> None:
+    # Speech with no pause at all: the cut falls inside a unit.
+    timeline = [(f" w{i}" if i else "w0", round(0.3 + i * 0.3, 3), round(0.6 + i * 0.3, 3)) for i in range(60)]
+    asr = mlx_qwen3_asr.Session(str(model_folder(tmp_path / "model", timeline)))
+    seconds = timeline[-1][2] + 0.5
     session = MlxSession(asr, SessionOptions(), max_buffer_seconds=6.0)
-    commits, final = stream(session, ramp(0, 36.0), chunk_seconds=0.5)
-
-    assert [w for c in commits for w in c] + final == [w for w, _, _ in timeline]
-    assert session.offset_seconds > 20  # the buffer really was trimmed
-    assert max(end - start for start, end in asr.calls) <= 6.0 + 1.0  # bounded: max + one step
-    times = {w.text: (w.start, w.end) for w in session.committed_words}
-    for word, start, end in timeline:
-        assert times[word] == pytest.approx((start, end), abs=1e-3), word
+    deltas, final = stream(session, mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)])
+    words = ("".join(deltas) + final).split()
+    assert session.offset_seconds > 6
+    assert len(words) == len(set(words))  # nothing doubled
+    assert len(words) >= len(timeline) - 2  # at most a unit lost at each of the (two or three) cuts
 
 
-def test_silence_longer_than_the_buffer_is_dropped_without_losing_words() -> None:
-    timeline = [("hello", 0.2, 0.6), ("again", 20.2, 20.6)]
-    asr = FakeMlxSession(timeline=timeline)
-    session = MlxSession(asr, SessionOptions(), max_buffer_seconds=4.0)
-    commits, final = stream(session, ramp(0, 22.0), chunk_seconds=0.5)
-    assert [w for c in commits for w in c] + final == ["hello", "again"]
-    assert max(end - start for start, end in asr.calls) <= 5.0
+def test_backend_reports_the_model_languages_and_detected_language(tmp_path: Path) -> None:
+    timeline = timeline_of(list("打开灯"))
+    asr = mlx_qwen3_asr.Session(str(model_folder(tmp_path / "model", timeline, "Chinese")))
+    backend = MlxBackend("unused", asr=asr)
+    assert backend.supported_languages == ["English", "Chinese", "Japanese"]
+    session = backend.create_session(SessionOptions())
+    session.feed(mlx_qwen3_asr.speech(timeline, 3.0))
+    assert session.finish().language == "Chinese"
 
 
-def test_segments_of_several_words_share_their_time() -> None:
-    result = Result(text="turn on", language="English", segments=[{"text": "turn on", "start": 1.0, "end": 2.0}])
-    words = timed_words(result, offset=10.0, duration=3.0)
-    assert [(w.text, w.start, w.end) for w in words] == [("turn", 11.0, 11.5), ("on", 11.5, 12.0)]
+def test_loading_goes_through_the_library_on_the_inference_thread(tmp_path: Path, on_a_mac: None) -> None:
+    folder = model_folder(tmp_path / "model", timeline_of(["hi"]))
+    backend = MlxBackend(str(folder))
+    backend.warm_up()
+    assert backend._asr.dtype == "float16"  # noqa: SLF001
 
 
-def test_backend_reports_the_model_languages() -> None:
-    backend = MlxBackend("unused", asr=FakeMlxSession(timeline=[]))
-    assert backend.supported_languages == ["English", "German"]
-    session = backend.create_session(SessionOptions(language="German"))
-    session.feed(ramp(0, 1.0))
-    assert session.finish().language == "English"  # what the model reported
+def serve_args(model: str, tmp_path: Path) -> list[str]:
+    return ["--backend", "mlx", "--model", model, "--uri", "tcp://127.0.0.1:0", "--download-dir", str(tmp_path)]
+
+
+def start_server(arguments: list[str], extra_path: Path | None) -> subprocess.CompletedProcess[str]:
+    """Start the server as a user would, on a pretend Mac (the platform check patched), until it fails or serves."""
+    code = (
+        "import sys; from wyoming_qwen3 import mlx_backend; mlx_backend.is_apple_silicon = lambda: True; "
+        f"sys.argv = ['wyoming-qwen3'] + {arguments!r}; from wyoming_qwen3.__main__ import run; run()"
+    )
+    env_path = [str(extra_path)] if extra_path else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*env_path, str(Path.cwd())]), "HF_HUB_OFFLINE": "1"}
+    try:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired as err:
+        out = err.stderr.decode() if isinstance(err.stderr, bytes) else (err.stderr or "")
+        return subprocess.CompletedProcess(err.cmd, -1, "", out)
+
+
+def test_missing_library_is_reported_at_start(tmp_path: Path) -> None:
+    result = start_server(serve_args(str(model_folder(tmp_path / "m", timeline_of(["hi"]))), tmp_path), None)
+    assert result.returncode == 2, result.stderr
+    assert "mlx-qwen3-asr cannot be imported" in result.stderr
+    assert "pip install 'wyoming-qwen3[mlx]'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_dependency_of_a_transcription_is_reported_at_start(tmp_path: Path) -> None:
+    folder = model_folder(tmp_path / "m", timeline_of(["hi"]), failure="No module named 'nagisa'")
+    result = start_server(serve_args(str(folder), tmp_path), STANDINS)
+    assert result.returncode == 2, result.stderr
+    assert "nagisa" in result.stderr and "warm-up" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_quantized_checkpoint_serves_chinese_on_a_pretend_mac(tmp_path: Path) -> None:
+    """The server as a Mac user runs it (a 4-bit catalogue model found in --data-dir), fed as Home Assistant does."""
+    text = "打开客厅的灯然后关掉卧室的空调"
+    timeline = timeline_of(list(text))
+    model_folder(tmp_path / "moona3k--mlx-qwen3-asr-0.6b-4bit", timeline, "Chinese")
+    arguments = ["--backend", "mlx", "--model", "moona3k/mlx-qwen3-asr-0.6b-4bit", "--data-dir", str(tmp_path)]
+    port = free_port()
+    code = (
+        "import sys; from wyoming_qwen3 import mlx_backend; mlx_backend.is_apple_silicon = lambda: True; "
+        f"sys.argv = ['wyoming-qwen3', '--uri', 'tcp://127.0.0.1:{port}'] + {arguments!r}; "
+        "from wyoming_qwen3.__main__ import run; run()"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STANDINS), str(Path.cwd())]), "HF_HUB_OFFLINE": "1"}
+    log_path = tmp_path / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=env)
+    server = ServerProcess(process, "127.0.0.1", port, log_path)
+    try:
+        deadline = time.monotonic() + 60
+        while "Ready" not in server.log():
+            assert process.poll() is None and time.monotonic() < deadline, server.log()
+            time.sleep(0.1)
+        seconds = timeline[-1][2] + 0.5
+        samples = mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)]
+        pcm = (samples * 32768).astype("<i2").tobytes()
+        result = asyncio.run(transcribe(server, Speech(SAMPLE_RATE, 2, 1, pcm), chunk_seconds=0.01))
+    finally:
+        server.stop()
+    assert_streaming_order(result)
+    assert result.transcript.data["text"] == text
+    assert len("".join(result.chunks[:-1])) >= len(text) // 2  # most of it streamed before audio-stop
+    assert "moona3k/mlx-qwen3-asr-0.6b-4bit (mlx backend)" in server.log()
+
+
+def test_an_mlx_checkpoint_is_refused_by_the_torch_backend(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wyoming_qwen3",
+            "--backend",
+            "simulkv",
+            "--model",
+            "moona3k/mlx-qwen3-asr-0.6b-4bit",
+            "--download-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "--backend mlx" in result.stderr and "Traceback" not in result.stderr
+    assert not any(tmp_path.iterdir())  # nothing downloaded
 
 
 def test_choosing_mlx_off_a_mac_names_the_extra() -> None:

@@ -65,12 +65,20 @@ def test_language_codes_round_trip() -> None:
 def test_local_agreement_commits_only_what_two_hypotheses_share() -> None:
     agreement = LocalAgreement()
     assert agreement.update(["turn"]) == []
-    assert agreement.update(["turn", "of"]) == ["turn"]
-    assert agreement.update(["turn", "on", "the"]) == []  # "of" was revised
-    assert agreement.update(["turn", "on", "the", "light"]) == ["on", "the"]
-    assert agreement.update(["turn", "on", "the", "lights"]) == []
-    assert agreement.flush(["turn", "on", "the", "lights"]) == ["lights"]
-    assert agreement.committed == ["turn", "on", "the"]
+    assert agreement.update(["turn", " of"]) == ["turn"]
+    assert agreement.update(["turn", " on", " the"]) == []  # "of" was revised
+    assert agreement.update(["turn", " on", " the", " light"]) == [" on", " the"]
+    assert agreement.update(["turn", " on", " the", " light"]) == []  # the last unit may still grow
+    assert agreement.flush(["Turn", " on", " the", " lights."]) == [" lights."]
+    assert agreement.settled == ["turn", " on", " the"]
+
+
+def test_local_agreement_after_a_cut_skips_the_rest_of_a_straddled_unit() -> None:
+    agreement = LocalAgreement()
+    agreement.restart([" w10"], straddled=" w9")
+    assert agreement.update(["9", " w10", " w11"]) == []
+    assert agreement.update(["9", " w10", " w11", " w12"]) == [" w11"]
+    assert agreement.flush([" w10", " w11", " w12"]) == [" w12"]
 
 
 def chunk(samples: np.ndarray, rate: int, width: int, channels: int) -> AudioChunk:

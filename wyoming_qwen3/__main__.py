@@ -22,7 +22,7 @@ from .discovery import ServiceAnnouncement, routable_address
 from .handler import HandlerConfig, Qwen3EventHandler
 from .info import build_info
 from .languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
-from .models import ModelNotFoundError, ResolvedModel, resolve_model
+from .models import ModelNotFoundError, ResolvedModel, check_backend, resolve_model
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
 
@@ -68,7 +68,10 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
     if kind == "mlx":
         from .mlx_backend import MlxBackend
 
-        return MlxBackend(str(model.path))
+        try:
+            return MlxBackend(str(model.path))
+        except Exception as err:  # the library raises many types; all mean "cannot serve"
+            raise StartupError(f"mlx-qwen3-asr cannot load {model.path}: {err}") from err
     from .qwen import QwenAsrModel
     from .simulkv import SimulKvBackend, SimulKvSettings
 
@@ -97,13 +100,17 @@ async def serve(args: argparse.Namespace) -> None:
     try:
         # Checked before the (slow) model load so a typo fails at once.
         resolve_language(args.language, LANGUAGE_NAMES.values())
+        check_backend(args.model, kind)
         model = resolve_model(args.model, args.data_dir, args.download_dir)
     except (UnknownLanguageError, ModelNotFoundError) as err:
         raise StartupError(str(err)) from err
 
     backend = create_backend(kind, model, args)
     started = time.monotonic()
-    await asyncio.get_running_loop().run_in_executor(backend.executor, backend.warm_up)
+    try:
+        await asyncio.get_running_loop().run_in_executor(backend.executor, backend.warm_up)
+    except Exception as err:  # a missing dependency shows here, at start, not in every utterance
+        raise StartupError(f"the {backend.name} backend failed its warm-up transcription: {err!r}") from err
     _LOGGER.info("Warmed up in %.1f s", time.monotonic() - started)
     try:
         language = resolve_language(args.language, backend.supported_languages)

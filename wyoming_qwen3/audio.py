@@ -84,3 +84,18 @@ def loudest_frame_dbfs(samples: np.ndarray) -> float:
     frames = samples[:whole].reshape(-1, _FRAME_SAMPLES) if whole else samples.reshape(1, -1)
     loudest = float(np.sqrt(np.mean(np.square(frames, dtype=np.float64), axis=1)).max())
     return 20 * float(np.log10(loudest)) if loudest > 0 else float("-inf")
+
+
+def quietest_point(samples: np.ndarray, start: int, end: int, window_seconds: float = 0.1) -> int:
+    """The sample in ``[start, end)`` at the centre of the quietest ``window_seconds`` (a pause to cut at)."""
+    start, end = max(0, start), min(samples.shape[0], end)
+    frames = (end - start) // _FRAME_SAMPLES
+    if frames < 1:
+        return start
+    energy = np.mean(
+        np.square(samples[start : start + frames * _FRAME_SAMPLES].reshape(frames, -1), dtype=np.float64), 1
+    )
+    width = max(1, min(frames, int(window_seconds * 100)))
+    smoothed = np.convolve(energy, np.ones(width), mode="valid")
+    best = int(np.argmin(smoothed))
+    return start + (best * _FRAME_SAMPLES) + width * _FRAME_SAMPLES // 2

@@ -11,31 +11,12 @@ seconds), and whether it came with the final transcript.
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .text_units import is_unspaced
-
-#: A word with its leading space, or one character of a script written without spaces.
-_UNIT = re.compile(r"\s*\S")
-
-
-def split_units(delta: str) -> list[str]:
-    """The units of a delta, each with its leading space; they concatenate to the delta."""
-    units: list[str] = []
-    for match in _UNIT.finditer(delta):
-        piece = match.group()
-        starts_new = not units or piece[0].isspace() or is_unspaced(piece[-1]) or is_unspaced(units[-1][-1])
-        if starts_new:
-            units.append(piece)
-        else:
-            units[-1] += piece
-    if units:
-        units[-1] += delta[len("".join(units)) :]  # trailing spaces, if any
-    return units
+from .text_units import split_units
 
 
 @dataclass

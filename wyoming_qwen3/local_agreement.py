@@ -1,13 +1,15 @@
-"""Commit words on which consecutive hypotheses agree (local agreement, n=2).
+"""Commit the units on which consecutive hypotheses agree (local agreement, n=2).
 
 Backends that re-transcribe a buffer get a new hypothesis of the whole buffer
-each time. A word is committed once two hypotheses in a row agree on it and on
-every word before it; committed words are never taken back, and the final
-hypothesis supplies whatever was not committed.
+each time, as a list of text units (``text_units.split_units``: words, or
+characters of scripts written without spaces). A unit is committed once two
+hypotheses in a row agree on it and on every unit before it, and it is not the
+hypothesis' last unit (which may still grow: " kit" -> " kitchen", "lights" ->
+"lights."). Committed units are never taken back; the final hypothesis
+supplies whatever was not committed.
 
-When a backend trims the front of its buffer, the committed words whose audio
-was cut no longer appear in hypotheses: ``trim`` says how many, and only the
-committed words still in the buffer are compared.
+When a backend cuts the front of its buffer, ``restart`` says which committed
+units are still heard in what is left.
 """
 
 from __future__ import annotations
@@ -15,16 +17,16 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 
-_PUNCTUATION = str.maketrans("", "", string.punctuation + "。，、？！")
+_PUNCTUATION = str.maketrans("", "", string.punctuation + "。，、？！：；「」")
 
 
-def comparable(word: str) -> str:
-    """A word as hypotheses are compared: case and punctuation ignored ("Lights." == "lights")."""
-    return word.casefold().translate(_PUNCTUATION)
+def comparable(unit: str) -> str:
+    """A unit as hypotheses are compared: case, spaces and punctuation ignored (" Lights." == "lights")."""
+    return unit.casefold().translate(_PUNCTUATION).strip()
 
 
 def agreed_length(first: list[str], second: list[str]) -> int:
-    """How many words at the start of both lists agree."""
+    """How many units at the start of both lists agree."""
     length = 0
     for a, b in zip(first, second, strict=False):
         if comparable(a) != comparable(b):
@@ -35,43 +37,49 @@ def agreed_length(first: list[str], second: list[str]) -> int:
 
 @dataclass
 class LocalAgreement:
-    """Turns a sequence of buffer hypotheses into append-only committed words."""
+    """Turns a sequence of buffer hypotheses into append-only committed units."""
 
-    committed: list[str] = field(default_factory=list)
-    #: How many of the last committed words are still in the buffer.
-    in_buffer: int = 0
+    #: Committed units whose audio is still in the buffer, as first heard.
+    settled: list[str] = field(default_factory=list)
     _previous: list[str] = field(default_factory=list)
-
-    @property
-    def _committed_in_buffer(self) -> list[str]:
-        return self.committed[len(self.committed) - self.in_buffer :]
+    #: The committed unit the last cut fell inside, whose end the buffer may still hold.
+    straddled: str | None = None
 
     def update(self, hypothesis: list[str]) -> list[str]:
-        """Take the next hypothesis of the buffer; return newly committed words."""
+        """Take the next hypothesis of the buffer; return newly committed units."""
+        hypothesis = self.after_cut(hypothesis)
         previous, self._previous = self._previous, hypothesis
-        settled = self._committed_in_buffer
-        if agreed_length(hypothesis, settled) < len(settled):
-            return []  # this hypothesis revised a committed word: wait for one that agrees
-        agreed = agreed_length(previous, hypothesis)
-        if agreed <= len(settled):
+        settled = len(self.settled)
+        if agreed_length(hypothesis, self.settled) < settled:
+            return []  # this hypothesis revised a committed unit: wait for one that agrees
+        agreed = min(agreed_length(previous, hypothesis), len(hypothesis) - 1)
+        if agreed <= settled:
             return []
-        new_words = hypothesis[len(settled) : agreed]
-        self.committed.extend(new_words)
-        self.in_buffer += len(new_words)
-        return new_words
+        new_units = hypothesis[settled:agreed]
+        self.settled.extend(new_units)
+        return new_units
 
     def flush(self, hypothesis: list[str]) -> list[str]:
-        """The final hypothesis of the buffer: return the words after the committed ones."""
+        """The final hypothesis of the buffer: return the units after the committed ones."""
+        hypothesis = self.after_cut(hypothesis)
         self._previous = hypothesis
-        return hypothesis[self.in_buffer :]
+        return hypothesis[len(self.settled) :]
 
-    def trim(self, words: int) -> None:
-        """The buffer lost the audio of its first ``words`` committed words."""
-        words = min(words, self.in_buffer)
-        self.in_buffer -= words
-        self._previous = self._previous[words:]
+    def restart(self, carried: list[str], straddled: str | None = None) -> None:
+        """The buffer was cut: only ``carried`` (committed units) are still in it; start agreeing afresh.
 
-    def force_commit(self, words: list[str]) -> None:
-        """Commit words (of the buffer, after those committed) without agreement."""
-        self.committed.extend(words)
-        self.in_buffer += len(words)
+        ``straddled`` is a committed unit the cut fell inside: what is left of it
+        may be heard again at the start of the buffer, and is then skipped.
+        """
+        self.settled = list(carried)
+        self._previous = []
+        self.straddled = straddled
+
+    def after_cut(self, hypothesis: list[str]) -> list[str]:
+        """The hypothesis without the rest of a straddled unit at its start."""
+        if not hypothesis or self.straddled is None:
+            return hypothesis
+        first, straddled = comparable(hypothesis[0]), comparable(self.straddled)
+        if self.settled and first == comparable(self.settled[0]):
+            return hypothesis
+        return hypothesis[1:] if first and straddled.endswith(first) else hypothesis

@@ -1,16 +1,26 @@
 """The mlx backend: Qwen3-ASR on Apple Silicon through ``mlx-qwen3-asr``.
 
-Each second of new audio, the bounded buffer is transcribed again with word
-timestamps and words are committed by local agreement. When the buffer grows
-past ``max_buffer_seconds`` its front is cut at the end of the last committed
-word, so each inference stays bounded and timestamps keep their offset.
+Each second of new audio, the buffer is transcribed again and its text units
+(words, or characters of scripts written without spaces) are committed by
+local agreement. The text is the model's own ``result.text``: punctuation,
+digits ("2:30") and Chinese or Japanese without spaces, as the model wrote them.
 
-``mlx_qwen3_asr.Session`` also has a native streaming API (``init_streaming``,
-``feed_audio``, ``finish_streaming``). It is not used: it re-decodes in 2 s
-chunks and reports a ``stable_text`` string without word times, whose
-append-only guarantee could not be checked without a Mac; the ``transcribe``
-path below gives word times and runs through the same committer that the tests
-exercise on Linux, so both backends stream the same way.
+No word timestamps are asked for: ``return_timestamps=True`` makes the library
+build its forced aligner (``Qwen/Qwen3-ForcedAligner-0.6B``), a second 0.6B
+model fetched from the hub on first use and run over the whole buffer every
+step, and the aligner's words lose punctuation and split CJK per character.
+Timing is needed only to cut a long buffer, so the cut is made where the audio
+is quietest (a pause), and the text of the audio before the cut comes from one
+transcription of that part alone:
+
+- per step: one transcription of the buffer (at most ``max_buffer_seconds``);
+- per cut (a buffer longer than ``max_buffer_seconds``): one transcription of
+  the part cut off, whose units not yet committed are committed then.
+
+Matched against the source of mlx-qwen3-asr 0.4 (``Session.transcribe``,
+``parse_asr_output``, ``join_text_parts``; moona3k/mlx-qwen3-asr at 03d1ab9).
+``Session``'s own streaming API (``init_streaming``/``feed_audio``) is not used:
+its ``stable_text`` could not be checked to be append-only without a Mac.
 """
 
 from __future__ import annotations
@@ -22,47 +32,27 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .backend import Backend, FinalText, SessionOptions, StreamingSession, TimedWord
+from .audio import quietest_point
+from .backend import Backend, FinalText, SessionOptions, StreamingSession
 from .languages import LANGUAGE_NAMES
-from .local_agreement import LocalAgreement, comparable
+from .local_agreement import LocalAgreement, agreed_length, comparable
 from .qwen import SAMPLE_RATE
+from .text_units import joined, split_units
 
 _LOGGER = logging.getLogger(__name__)
 
-#: A word of a trimmed-off committed word may be heard again at the cut; one
-#: that starts this close to the cut and repeats the last committed word is dropped.
-_REPEAT_WINDOW_SECONDS = 0.5
+#: What mlx-qwen3-asr reports as the language when it has none.
+_NO_LANGUAGE = ("", "unknown")
 
 
 class TranscribingSession(Protocol):
     """What this backend needs of ``mlx_qwen3_asr.Session``."""
 
-    def transcribe(
-        self, audio: Any, *, context: str = "", language: str | None = None, return_timestamps: bool = False
-    ) -> Any: ...
-
-
-def timed_words(result: Any, offset: float, duration: float) -> list[TimedWord]:
-    """Words of a transcription result, timed from the utterance start.
-
-    Segments (``{text, start, end}``) may hold several words; their time is
-    shared out evenly. Without segments, the text's words share the buffer.
-    """
-    segments = getattr(result, "segments", None)
-    if not segments:
-        segments = [{"text": getattr(result, "text", "") or "", "start": 0.0, "end": duration}]
-    words: list[TimedWord] = []
-    for segment in segments:
-        parts = str(segment.get("text", "")).split()
-        start, end = float(segment.get("start", 0.0)), float(segment.get("end", 0.0))
-        step = (end - start) / len(parts) if parts else 0.0
-        for index, part in enumerate(parts):
-            words.append(TimedWord(part, offset + start + index * step, offset + start + (index + 1) * step))
-    return words
+    def transcribe(self, audio: Any, *, context: str = "", language: str | None = None) -> Any: ...
 
 
 class MlxSession(StreamingSession):
-    """One utterance over a bounded, trimmed buffer."""
+    """One utterance over a bounded buffer, cut at pauses."""
 
     def __init__(
         self,
@@ -80,120 +70,74 @@ class MlxSession(StreamingSession):
         self._offset = 0.0
         self._unheard = 0
         self._agreement = LocalAgreement()
-        #: The latest hypothesis of the buffer; None before the first inference.
-        self._hypothesis: list[TimedWord] | None = None
-        self._committed_times: list[TimedWord] = []
+        #: The latest hypothesis of the buffer, in units; None when the buffer has not been heard.
+        self._hypothesis: list[str] | None = None
         self._language = options.language or ""
-        self._sent_any = False
-
-    @property
-    def buffer_seconds(self) -> float:
-        return self._buffer.shape[0] / SAMPLE_RATE
+        self._sent = ""
 
     @property
     def offset_seconds(self) -> float:
         return self._offset
 
-    @property
-    def committed_words(self) -> list[TimedWord]:
-        """Committed words with their times, for logs and tests."""
-        return list(self._committed_times)
+    def _transcribe(self, audio: np.ndarray) -> list[str]:
+        result = self._asr.transcribe(audio, context=self._options.context, language=self._options.language)
+        language = str(getattr(result, "language", "") or "")
+        if language not in _NO_LANGUAGE:
+            self._language = language
+        return split_units(str(getattr(result, "text", "") or ""))
 
-    def _transcribe_buffer(self) -> list[TimedWord]:
-        self._unheard = 0
-        result = self._asr.transcribe(
-            self._buffer, context=self._options.context, language=self._options.language, return_timestamps=True
-        )
-        self._language = getattr(result, "language", "") or self._language
-        words = timed_words(result, self._offset, self.buffer_seconds)
-        if self._offset > 0 and self._agreement.in_buffer == 0 and self._committed_times:
-            # Right after a cut, the model may hear the end of the last committed word again.
-            last = self._committed_times[-1]
-            while (
-                words
-                and words[0].start < self._offset + _REPEAT_WINDOW_SECONDS
-                and (words[0].end <= self._offset or comparable(words[0].text) == comparable(last.text))
-            ):
-                words = words[1:]
-        self._hypothesis = words
-        return words
-
-    def _commit(self, words: list[TimedWord]) -> list[str]:
-        self._committed_times.extend(words)
-        return [w.text for w in words]
-
-    def _delta(self, words: list[str]) -> str:
-        """Committed words as an append-only delta of the transcript (words joined by spaces)."""
-        delta = " ".join(words)
-        if delta and self._sent_any:
-            delta = " " + delta
-        self._sent_any = self._sent_any or bool(delta)
+    def _send(self, units: list[str]) -> str:
+        delta = joined(self._sent, units)
+        self._sent += delta
         return delta
 
     def feed(self, audio: np.ndarray) -> str:
-        return self._delta(self._feed_words(audio))
-
-    def _feed_words(self, audio: np.ndarray) -> list[str]:
         self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
         self._unheard += audio.shape[0]
         if self._unheard < self._step_samples:
-            return []
-        words = self._transcribe_buffer()
-        texts = self._agreement.update([w.text for w in words])
-        settled = self._agreement.in_buffer - len(texts)
-        committed = self._commit(words[settled : settled + len(texts)])
-        while self._buffer.shape[0] > self._max_buffer_samples:
-            offset = self._offset
-            committed += self._trim()
-            if self._offset == offset:
-                break  # a word spans the cut point: try again next step
-        return committed
+            return ""
+        self._unheard = 0
+        self._hypothesis = self._transcribe(self._buffer)
+        delta = self._send(self._agreement.update(self._hypothesis))
+        if self._buffer.shape[0] > self._max_buffer_samples:
+            delta += self._cut()
+        return delta
 
-    def _trim(self) -> list[str]:
-        """Cut the buffer's front at the end of its last committed word.
+    def _cut(self) -> str:
+        """Cut the buffer at its quietest point between a third and two thirds of it.
 
-        When nothing in the buffer has been agreed on, the words of its first
-        half are committed as they stand (or, where none ends there, the
-        silence before the first word is dropped), so that no word is lost and
-        the buffer stays bounded.
+        The part cut off is transcribed alone: its units after those already
+        committed are committed now (their audio is leaving). Committed units
+        beyond its text were heard after the cut, and stay committed in the
+        buffer that is left.
         """
+        length = self._buffer.shape[0]
+        cut = quietest_point(self._buffer, length // 3, 2 * length // 3)
+        head = self._agreement.after_cut(self._transcribe(self._buffer[:cut]))
+        settled = self._agreement.settled
+        agreed = agreed_length(settled, head)
         forced: list[str] = []
-        if self._agreement.in_buffer > 0:
-            cut_time = self._committed_times[-1].end
-        else:
-            half = self._offset + self.buffer_seconds / 2
-            heard = self._hypothesis or []
-            words = [w for w in heard if w.end <= half]
-            if words:
-                self._agreement.force_commit([w.text for w in words])
-                forced = self._commit(words)
-                cut_time = words[-1].end
-            else:
-                # Only silence before the first word heard (if any): drop it.
-                cut_time = min([half] + [w.start for w in heard[:1]])
-        cut = max(0, min(int(round((cut_time - self._offset) * SAMPLE_RATE)), self._buffer.shape[0]))
+        straddled = None
+        if agreed == len(settled):
+            forced = head[agreed:]
+        elif agreed == len(head) - 1 and comparable(settled[agreed]).startswith(comparable(head[agreed])):
+            straddled = settled[agreed]  # the cut fell inside this committed unit
+            agreed += 1
+        elif agreed < len(head):
+            _LOGGER.debug("The text before the cut, %r, differs from the committed %r", head, settled)
+        self._agreement.restart(settled[agreed:], straddled)
         self._buffer = self._buffer[cut:]
         self._offset += cut / SAMPLE_RATE
-        # The committed words were the hypothesis' first words; their audio is gone.
-        dropped = self._agreement.in_buffer
-        self._hypothesis = (self._hypothesis or [])[dropped:]
-        self._agreement.trim(dropped)
-        _LOGGER.debug("Trimmed buffer at %.2f s; %.2f s left", self._offset, self.buffer_seconds)
-        return forced
+        self._hypothesis = None  # what is left is heard on its own at the next step, or at finish
+        _LOGGER.debug("Cut the buffer at %.2f s; %.2f s left", self._offset, self._buffer.shape[0] / SAMPLE_RATE)
+        return self._send(forced)
 
     def finish(self) -> FinalText:
-        return FinalText(text=self._delta(self._finish_words()), language=self._language)
-
-    def _finish_words(self) -> list[str]:
         if self._buffer.shape[0] == 0:
-            return []
-        words = self._hypothesis
-        if words is None or self._unheard:
-            words = self._transcribe_buffer()
-        settled = self._agreement.in_buffer
-        rest = self._agreement.flush([w.text for w in words])
-        self._commit(words[settled:])
-        return rest
+            return FinalText("", self._language)
+        if self._hypothesis is None or self._unheard:
+            self._hypothesis = self._transcribe(self._buffer)
+        return FinalText(self._send(self._agreement.flush(self._hypothesis)), self._language)
 
 
 class MlxBackend(Backend):
@@ -202,6 +146,8 @@ class MlxBackend(Backend):
     def __init__(self, model: str, asr: TranscribingSession | None = None) -> None:
         super().__init__("mlx")
         if asr is None:
+            # Loaded on the inference thread, which then owns the model for every call: MLX 0.31+
+            # binds lazily built arrays to the thread that made them (mlx-qwen3-asr issue #16).
             asr = self.executor.submit(_load_session, model).result()
         self._asr = asr
         info = getattr(asr, "model_info", None) or {}
@@ -223,30 +169,36 @@ def is_apple_silicon() -> bool:
     return sys.platform == "darwin" and platform.machine() == "arm64"
 
 
-def mlx_available() -> bool:
-    """True on Apple Silicon with ``mlx-qwen3-asr`` installed."""
+def mlx_import_error() -> str | None:
+    """Why ``mlx-qwen3-asr`` cannot be used here, or None when it can."""
     if not is_apple_silicon():
-        return False
+        return f"{sys.platform}/{platform.machine()} is not macOS on Apple Silicon"
     try:
         import mlx_qwen3_asr  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    except ImportError as err:
+        return f"mlx-qwen3-asr cannot be imported ({err})"
+    return None
+
+
+def mlx_available() -> bool:
+    """True on Apple Silicon with ``mlx-qwen3-asr`` importable."""
+    return mlx_import_error() is None
 
 
 def check_mlx_available() -> None:
     """Raise MlxUnavailableError, naming the fix, when mlx cannot be used here."""
-    if not mlx_available():
-        where = "this Mac" if is_apple_silicon() else f"{sys.platform}/{platform.machine()}"
+    problem = mlx_import_error()
+    if problem is not None:
         raise MlxUnavailableError(
             "the mlx backend needs macOS on Apple Silicon with the 'mlx' extra "
-            f"(pip install 'wyoming-qwen3[mlx]'), which {where} does not have; use --backend simulkv"
+            f"(pip install 'wyoming-qwen3[mlx]'), but {problem}; use --backend simulkv"
         )
 
 
 def _load_session(model: str) -> TranscribingSession:
-    # Loaded on the inference thread, which then owns the model for every call.
     import mlx.core as mx
     import mlx_qwen3_asr
 
-    return mlx_qwen3_asr.Session(model, dtype=mx.float16)
+    # float16 activations; a quantized checkpoint (4/8-bit) keeps its packed weights.
+    session: TranscribingSession = mlx_qwen3_asr.Session(model, dtype=mx.float16)
+    return session

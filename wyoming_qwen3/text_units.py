@@ -12,6 +12,7 @@ character's bytes are split over tokens) waits for the next token or the end.
 from __future__ import annotations
 
 import logging
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -74,6 +75,37 @@ def _closed(text: str, index: int) -> bool:
     if index < len(text):
         return not unicodedata.category(text[index]).startswith("M")
     return not 0x0E00 <= ord(text[index - 1]) <= 0x0E7F
+
+
+#: A word with its leading space, or one character of a script written without spaces.
+_UNIT = re.compile(r"\s*\S")
+
+
+def split_units(delta: str) -> list[str]:
+    """The units of a delta, each with its leading space; they concatenate to the delta."""
+    units: list[str] = []
+    for match in _UNIT.finditer(delta):
+        piece = match.group()
+        starts_new = not units or piece[0].isspace() or is_unspaced(piece[-1]) or is_unspaced(units[-1][-1])
+        if starts_new:
+            units.append(piece)
+        else:
+            units[-1] += piece
+    if units:
+        units[-1] += delta[len("".join(units)) :]  # trailing spaces, if any
+    return units
+
+
+def joined(sent: str, units: list[str]) -> str:
+    """The delta that appends ``units`` to the text ``sent``.
+
+    Units keep the spacing they were heard with; at the seam one space goes
+    between words, none between characters of scripts written without spaces.
+    """
+    text = normalize("".join(units))
+    if sent and text and not (is_unspaced(sent[-1]) and is_unspaced(text[0])):
+        return " " + text
+    return text
 
 
 @dataclass

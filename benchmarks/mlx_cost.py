@@ -1,0 +1,60 @@
+"""What the mlx backend transcribes per second of speech, counted with the mlx-qwen3-asr stand-in.
+
+Off a Mac the real library cannot run, so the cost is counted in audio: the
+seconds of audio handed to ``Session.transcribe`` (steps and buffer cuts
+together) per second of speech, for utterances of 3 to 60 s of words spaced as
+speech with pauses. An MLX transcription costs about in proportion to its audio
+(plus a fixed decoder part), so this is the ratio that matters for a Mac.
+
+Usage: script/benchmark mlx-cost [--seconds 3 10 30 60] [--buffer 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from wyoming_qwen3.backend import SessionOptions
+from wyoming_qwen3.mlx_backend import MlxSession
+from wyoming_qwen3.qwen import SAMPLE_RATE
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "standins"))
+import mlx_qwen3_asr  # noqa: E402  (the stand-in)
+
+#: Words of 0.3 s with 0.15 s between them: 2.2 words per second.
+WORD_SECONDS, GAP_SECONDS = 0.3, 0.15
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, nargs="+", default=[3, 10, 30, 60])
+    parser.add_argument("--buffer", type=float, default=15.0, help="the backend's longest buffer (seconds)")
+    args = parser.parse_args()
+    for seconds in args.seconds:
+        words = max(1, int((seconds - 0.5) / (WORD_SECONDS + GAP_SECONDS)))
+        timeline = [
+            (f" w{i}" if i else "w0", 0.3 + i * (WORD_SECONDS + GAP_SECONDS), 0.6 + i * (WORD_SECONDS + GAP_SECONDS))
+            for i in range(words)
+        ]
+        with tempfile.TemporaryDirectory() as folder:
+            Path(folder, "config.json").write_text(json.dumps({"model_type": "qwen3_asr"}))
+            script = {"language": "English", "timeline": timeline}
+            Path(folder, "standin.json").write_text(json.dumps(script))
+            asr = mlx_qwen3_asr.Session(folder)
+        audio = mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)]
+        session = MlxSession(asr, SessionOptions(), max_buffer_seconds=args.buffer)
+        sent = "".join(session.feed(audio[i : i + 160]) for i in range(0, audio.shape[0], 160))
+        sent += session.finish().text
+        lengths = [length for length, _ in asr.calls]
+        assert sent == "".join(text for text, _, _ in timeline), "a word was lost or doubled"
+        print(
+            f"{seconds:4.0f} s of speech: {len(lengths)} transcriptions, longest {max(lengths):.1f} s; "
+            f"{sum(lengths) / seconds:.1f} s of audio transcribed per second of speech"
+        )
+
+
+if __name__ == "__main__":
+    main()

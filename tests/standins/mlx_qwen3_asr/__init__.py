@@ -1,0 +1,165 @@
+"""Stand-in for ``mlx-qwen3-asr`` (moona3k/mlx-qwen3-asr at 03d1ab9, version 0.4), for tests off a Mac.
+
+It follows the library's source where the backend depends on it:
+
+- ``Session(model, *, dtype, tokenizer_model=None)`` loads a local folder
+  holding ``config.json``; any other name is a hub repo fetched with
+  ``snapshot_download``, which fails here as it does offline.
+- ``Session.transcribe(audio, *, context, language, return_timestamps, ...)``
+  returns a ``TranscriptionResult`` whose ``text`` is the model's own text
+  after ``parse_asr_output`` (stripped; ``language`` canonical, ``"unknown"``
+  for no output, ``""`` for ``language None`` with no text), and ``segments``
+  only with ``return_timestamps=True``. Asking for timestamps builds a
+  ``ForcedAligner``, which loads ``Qwen/Qwen3-ForcedAligner-0.6B`` from the hub
+  on first use: here that fails as offline, and is counted.
+- ``Session.model_info["support_languages"]`` is the config's list.
+
+What the stand-in "hears" is scripted: the model folder's ``standin.json``
+lists units of text with their times; ``speech()`` renders them as noise
+bursts (silence between), and the stand-in finds where the audio it is given
+lies in that rendering, as a real model hears where it is from the sound. A
+unit is heard when most of it lies inside the audio; one cut by the end of the
+audio is heard half-said (a word) or not at all (a character).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SAMPLE_RATE = 16000
+DEFAULT_MODEL_ID = "Qwen/Qwen3-ASR-0.6B"
+ALIGNER_MODEL_ID = "Qwen/Qwen3-ForcedAligner-0.6B"
+_SPOKEN, _QUIET = 0.3, 5e-4  # speech, and a room's hiss (-66 dBFS)
+
+
+@dataclass(frozen=True)
+class TranscriptionResult:
+    text: str
+    language: str
+    segments: list[dict] | None = None
+    chunks: list[dict] | None = None
+    speaker_segments: list[dict] | None = None
+    finish_reason: str | None = None
+    truncated: bool = False
+
+
+class ForcedAligner:
+    """Loads its own 0.6B model from the hub on first use; offline, that fails."""
+
+    def __init__(self, model_path: str = ALIGNER_MODEL_ID) -> None:
+        raise OSError(f"We couldn't connect to 'https://huggingface.co' to load {model_path}")
+
+
+def speech(timeline: list[tuple[str, float, float]], seconds: float, seed: int = 0) -> np.ndarray:
+    """The rendering of a timeline: loud noise where a unit is spoken, faint noise elsewhere."""
+    # Every stretch has a generator of its own, so a longer rendering starts with a shorter one.
+    audio = np.random.default_rng(seed).normal(0, _QUIET, int(seconds * SAMPLE_RATE)).astype(np.float32)
+    for index, (_, start, end) in enumerate(timeline):
+        span = slice(int(start * SAMPLE_RATE), int(end * SAMPLE_RATE))
+        audio[span] += np.random.default_rng((seed, index)).normal(0, _SPOKEN, audio[span].shape[0]).astype(np.float32)
+    # Whole 16-bit steps, so the audio is found again after it went over Wyoming as PCM.
+    return (np.clip(np.round(audio * 32768), -32768, 32767) / 32768).astype(np.float32)
+
+
+def _canonical(language: str | None) -> str | None:
+    if language is None or not str(language).strip():
+        return None
+    value = str(language).strip()
+    return value[:1].upper() + value[1:].lower() if value.isalpha() else value
+
+
+def parse_asr_output(text: str, user_language: str | None = None) -> tuple[str, str]:
+    """As the library's ``tokenizer.parse_asr_output`` (without its repetition fixer)."""
+    s = str(text or "").strip()
+    if not s:
+        return "unknown", ""
+    if user_language:
+        return _canonical(user_language) or user_language, s.split("<asr_text>", 1)[-1].strip()
+    if "<asr_text>" in s:
+        lang_part, transcript = (part.strip() for part in s.split("<asr_text>", 1))
+        lang = lang_part.removeprefix("language ")
+        if "language none" in lang_part.lower() and not transcript:
+            return "", ""
+        return _canonical(lang) or lang, transcript
+    return "unknown", s
+
+
+@dataclass
+class Session:
+    model: str = DEFAULT_MODEL_ID
+    dtype: Any = "float16"
+    tokenizer_model: str | None = None
+    #: Calls to ``transcribe``: (seconds of audio, keyword arguments).
+    calls: list[tuple[float, dict]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        folder = Path(self.model)
+        if not (folder / "config.json").is_file():
+            raise OSError(f"We couldn't connect to 'https://huggingface.co' to load {self.model}")
+        self.config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        script = json.loads((folder / "standin.json").read_text(encoding="utf-8"))
+        self.language: str = script["language"]
+        self.timeline = [(text, float(start), float(end)) for text, start, end in script["timeline"]]
+        self.failure: str | None = script.get("failure")
+        self._rendering = speech(self.timeline, max(end for _, _, end in self.timeline) + 120.0)
+
+    def _locate(self, audio: np.ndarray) -> float | None:
+        def pcm(samples: np.ndarray) -> bytes:
+            return np.round(samples * 32768).astype("<i2").tobytes()
+
+        probe, haystack = pcm(audio[:64]), pcm(self._rendering)
+        at = haystack.find(probe)
+        while at >= 0 and at % 2:
+            at = haystack.find(probe, at + 1)
+        return at / 2 / SAMPLE_RATE if at >= 0 else None  # other audio: nothing scripted is heard
+
+    def _heard(self, start: float, end: float) -> str:
+        pieces = []
+        for text, unit_start, unit_end in self.timeline:
+            if unit_start < start and (unit_start + unit_end) / 2 < start or unit_start >= end:
+                continue  # before the audio (mostly), or after it
+            if unit_end > end:  # cut by the end of the audio
+                stripped = text.strip()
+                if len(stripped) < 2 or (end - unit_start) < (unit_end - unit_start) / 4:
+                    continue
+                text = text[: len(text) - len(stripped) // 2]
+            pieces.append(text)
+        return "".join(pieces)
+
+    def transcribe(
+        self,
+        audio: Any,
+        *,
+        context: str = "",
+        language: str | None = None,
+        return_timestamps: bool = False,
+        forced_aligner: Any = None,
+        max_new_tokens: int | None = None,
+        **options: Any,
+    ) -> TranscriptionResult:
+        samples = np.asarray(audio, dtype=np.float32)
+        self.calls.append((samples.shape[0] / SAMPLE_RATE, {"return_timestamps": return_timestamps, **options}))
+        if return_timestamps:
+            ForcedAligner(forced_aligner or ALIGNER_MODEL_ID)
+        if self.failure:
+            raise ImportError(self.failure)
+        start = self._locate(samples) if samples.shape[0] >= 64 else None
+        text = "" if start is None else self._heard(start, start + samples.shape[0] / SAMPLE_RATE)
+        raw = f"language {self.language}<asr_text>{text}" if text else ""
+        detected, transcript = parse_asr_output(raw, language)
+        return TranscriptionResult(text=transcript, language=detected)
+
+    @property
+    def model_info(self) -> dict[str, Any]:
+        return {
+            "model_id": self.model,
+            "resolved_model_path": self.model,
+            "dtype": str(self.dtype),
+            "vocab_size": None,
+            "support_languages": list(self.config.get("support_languages", []) or []),
+        }
