@@ -444,3 +444,23 @@ def test_a_non_final_step_writes_only_what_its_new_audio_can_hold(scripted, monk
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
     s.feed(noise(1.0))
     assert len(s.context_ids) == step_token_cap(1.0, in_preamble=False) == 16
+
+
+def test_the_context_is_cut_before_whole_units_only(tiny) -> None:
+    s = session(tiny, EMIT_ALL)
+    ids = tiny.tokenizer(" turn on the kitchen lights", add_special_tokens=False)["input_ids"]
+    pieces = [tiny.tokenizer.decode([i]) for i in ids]
+    starts = [i for i, piece in enumerate(pieces) if piece.startswith(" ")]
+    assert len(starts) >= 4
+    s._committed = list(ids)
+    # Times that are not monotonic: the second unit's last token attends before the cut at 2.0 s,
+    # the third unit's first token after it but its second before it.
+    times = [0.5] * len(ids)
+    for index in range(starts[2], len(ids)):
+        times[index] = 3.0
+    if starts[3] - starts[2] > 1:
+        times[starts[2] + 1] = 1.0
+    s._times = times
+    assert s._first_unit_heard_after(2.0, 0) == starts[2]  # the whole third unit stays, nothing split
+    assert s._first_unit_heard_after(0.0, 0) == 0
+    assert s._first_unit_heard_after(9.0, 0) == len(ids)

@@ -13,10 +13,11 @@ loop.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+
+from .inference import InferenceExecutor
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,11 @@ class StreamingSession(ABC):
         """Add samples; return the text newly committed, appended to what came before (maybe '')."""
 
     @abstractmethod
-    def finish(self) -> FinalText:
-        """No more audio: return the rest of the transcript."""
+    def finish(self, audio: np.ndarray | None = None) -> FinalText:
+        """The last samples, if any, and no more: return the rest of the transcript.
+
+        Audio given here goes straight into the final pass; no non-final step runs on it.
+        """
 
 
 class Backend(ABC):
@@ -65,9 +69,8 @@ class Backend(ABC):
     def __init__(self, name: str) -> None:
         #: Shown in ``info`` and logs.
         self.name = name
-        #: One inference at a time: torch already spreads one forward pass over
-        #: all cores (or the GPU), so two sessions at once only slow both down.
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
+        #: One inference at a time, final passes first (see ``inference``).
+        self.executor = InferenceExecutor()
 
     @property
     @abstractmethod

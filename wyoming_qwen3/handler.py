@@ -36,6 +36,7 @@ from wyoming.server import AsyncEventHandler
 from .audio import SPEECH_LEVEL_DBFS, AudioFormatError, AudioNormalizer, loudest_frame_dbfs
 from .backend import Backend, FinalText, SessionOptions, StreamingSession
 from .emission_log import EmissionLog
+from .inference import FINAL
 from .languages import UnknownLanguageError, language_code, resolve_language
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
 from .qwen import SAMPLE_RATE
@@ -331,9 +332,13 @@ class Qwen3EventHandler(AsyncEventHandler):
     # -- transcription ----------------------------------------------------------
 
     async def _run_steps(self, stream: AudioStream) -> None:
-        """Feed buffered audio to the session until none is left, sending committed text."""
+        """Feed buffered audio to the session until none is left or the stream ends, sending committed text.
+
+        Each step takes all the audio that came during the one before, so a slow machine
+        streams at its own pace; once the stream is finishing, what is left goes to the final pass.
+        """
         loop = asyncio.get_running_loop()
-        while stream.pending and self._stream is stream:
+        while stream.pending and self._stream is stream and not stream.finishing:
             audio = np.concatenate(stream.pending)
             stream.pending.clear()
             stream.fed_samples += audio.shape[0]
@@ -348,10 +353,6 @@ class Qwen3EventHandler(AsyncEventHandler):
                 await self._send_text(stream, delta)
             except OSError:
                 return  # the client is gone; the read loop logs it and frees the stream
-
-    def _finish_session(self, stream: AudioStream, audio: np.ndarray | None) -> tuple[str, FinalText]:
-        delta = stream.session.feed(audio) if audio is not None else ""
-        return delta, stream.session.finish()
 
     async def _finish_stream(self, stream: AudioStream) -> None:
         """Flush the session and send the final transcript; runs once per stream."""
@@ -371,12 +372,13 @@ class Qwen3EventHandler(AsyncEventHandler):
         pending = np.concatenate(stream.pending) if stream.pending else None
         stream.pending.clear()
         stream.fed_samples = stream.received_samples
-        loop = asyncio.get_running_loop()
         try:
             if stream.heard_speech:
-                delta, final = await loop.run_in_executor(self._backend.executor, self._finish_session, stream, pending)
+                # Straight into the final pass, ahead of other streams' queued steps: the user is waiting.
+                future = self._backend.executor.submit_with_priority(FINAL, stream.session.finish, pending)
+                final = await asyncio.wrap_future(future)
             else:
-                delta, final = "", FinalText(text="", language=stream.options.language or "")
+                final = FinalText(text="", language=stream.options.language or "")
         except Exception:
             _LOGGER.exception("%s: transcription failed", self._client)
             await self._send_error("Transcription failed; see the server log", "transcription-failed")
@@ -386,7 +388,7 @@ class Qwen3EventHandler(AsyncEventHandler):
             return
         self._stream = None
         language = language_code(final.language) if final.language else None
-        await self._send_text(stream, delta + final.text, language, final=True)
+        await self._send_text(stream, final.text, language, final=True)
         text = stream.sent
         _LOGGER.info(
             "%s: transcript (%s, %.2f s): %s",

@@ -132,7 +132,10 @@ class MlxSession(StreamingSession):
         _LOGGER.debug("Cut the buffer at %.2f s; %.2f s left", self._offset, self._buffer.shape[0] / SAMPLE_RATE)
         return self._send(forced)
 
-    def finish(self) -> FinalText:
+    def finish(self, audio: np.ndarray | None = None) -> FinalText:
+        if audio is not None and audio.shape[0]:
+            self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
+            self._unheard += audio.shape[0]
         if self._buffer.shape[0] == 0:
             return FinalText("", self._language)
         if self._hypothesis is None or self._unheard:

@@ -26,7 +26,7 @@ from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, use_r
 from .audio_cache import AudioWindowCache
 from .backend import Backend, FinalText, SessionOptions, StreamingSession, TimedWord
 from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, SAMPLES_PER_FRAME, QwenAsrModel, parse_output, repeated_tail
-from .text_units import SentText, normalize
+from .text_units import SentText, is_unspaced, normalize
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -137,6 +137,11 @@ class SimulKvSession(StreamingSession):
         return self._buffer
 
     @property
+    def prefix_tokens(self) -> int:
+        """Tokens of the prompt before the audio, whose KV every step keeps."""
+        return self._prefix_len
+
+    @property
     def context_ids(self) -> list[int]:
         """The answer tokens fed back after the prompt suffix."""
         return list(self._context)
@@ -166,7 +171,11 @@ class SimulKvSession(StreamingSession):
         self._step(final=False)
         return self._sent.advance(self._text(final=False), final=False)
 
-    def finish(self) -> FinalText:
+    def finish(self, audio: np.ndarray | None = None) -> FinalText:
+        if audio is not None and audio.shape[0]:
+            self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
+            self._unheard += audio.shape[0]
+            self._trim_if_needed()
         if self._buffer.shape[0] > 0:
             self._forget_unsent_text()
             self._step(final=True)
@@ -335,11 +344,8 @@ class SimulKvSession(StreamingSession):
         self._cache.crop(self._prefix_len)
         # The answer fed back keeps its language preamble and the text whose audio remains.
         preamble = self._preamble_length()
-        self._context = self._committed[:preamble] + [
-            token
-            for token, time in zip(self._committed[preamble:], self._times[preamble:], strict=True)
-            if time >= self.offset_seconds
-        ]
+        keep = self._first_unit_heard_after(self.offset_seconds, preamble)
+        self._context = self._committed[:preamble] + self._committed[keep:]
         _LOGGER.debug("Trimmed %s window(s); buffer starts at %.2f s", windows, self.offset_seconds)
 
     # -- text -----------------------------------------------------------------
@@ -378,6 +384,24 @@ class SimulKvSession(StreamingSession):
             words.append(self._timed(tokenizer.decode(self._committed[start:stop]), self._times[start:stop], latest))
             latest = words[-1].end
         return [w for w in words if w.text]
+
+    def _first_unit_heard_after(self, offset: float, preamble: int) -> int:
+        """The first committed token of the earliest unit with a token attending at or after ``offset``.
+
+        The context is cut at a unit boundary, and only before units whose audio
+        is wholly gone: attended times are not monotonic, so a later unit may
+        attend earlier than one before it, and a unit cut in two would be
+        written again (doubled) or lost. Every unit from this one on is kept.
+        """
+        tokenizer = self._model.tokenizer
+        start = preamble
+        for index in range(preamble, len(self._committed)):
+            piece = tokenizer.decode([self._committed[index]])
+            if index > preamble and (piece[:1].isspace() or (piece and is_unspaced(piece[0]))):
+                start = index  # a new unit begins
+            if self._times[index] >= offset:
+                return start
+        return len(self._committed)
 
     def _word_starts(self, preamble: int) -> list[int]:
         """Indices of the committed tokens that begin a transcript word (after the preamble)."""
