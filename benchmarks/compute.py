@@ -16,12 +16,20 @@ answer fed back). Text placed after the audio must be prefilled again whenever
 the audio before it changes, so ``text floor`` (those text tokens at the run's
 own prefill cost per token, plus its decoding) is what any exact reuse costs.
 
-Usage: script/benchmark compute [--seconds 5 10 20 30] [--tokens-per-step 2] [--window S ...] [--json FILE]
+Every run also counts its FLOPs exactly (torch's FlopCounterMode): GFLOPs per
+second of audio by phase (encoder, audio prefill, text prefill, decoding), per
+step (first quarter -> last quarter of the steps), and the steps whose prefill
+recomputed all the audio (a full re-prefill).
+
+Usage: script/benchmark compute [--seconds 5 10 20 30] [--chunk 0.5] [--tokens-per-step N] [--window S ...]
+                                [--json FILE]
+       script/benchmark compute --int8 [--seconds 10] [--chunk 0.5]   (float32 against int8 step times)
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 import subprocess
@@ -36,10 +44,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from wyoming_qwen3.alignment import AlignmentPolicy
 from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
+from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel, quantize_int8
 from wyoming_qwen3.random_model import create_random_model
 from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings
 
@@ -65,25 +74,33 @@ def speech(seconds: float) -> np.ndarray:
 
 
 class TimedModel(QwenAsrModel):
-    """The model, adding up the time spent encoding, prefilling and decoding one token at a time."""
+    """The model, adding up the time and the FLOPs of encoding, prefilling and decoding one token at a time.
+
+    FLOPs are counted exactly with torch's FlopCounterMode around each call (its
+    bookkeeping adds a few per cent to the times).
+    """
 
     def __init__(self, model: Any, processor: Any, window_seconds: float | None) -> None:
         super().__init__(model, processor, torch.device("cpu"), window_seconds)
         self.seconds: Counter[str] = Counter()
+        self.flops: Counter[str] = Counter()
+
+    def _measured(self, phase: str, call: Any) -> Any:
+        counter = FlopCounterMode(display=False)
+        began = time.perf_counter()
+        try:
+            with counter:
+                return call()
+        finally:
+            self.seconds[phase] += time.perf_counter() - began
+            self.flops[phase] += counter.get_total_flops()
 
     def encode_window(self, features: torch.Tensor) -> torch.Tensor:
-        began = time.perf_counter()
-        try:
-            return super().encode_window(features)
-        finally:
-            self.seconds["encoder"] += time.perf_counter() - began
+        return self._measured("encoder", lambda: super(TimedModel, self).encode_window(features))
 
     def forward(self, embeds: torch.Tensor, start: int, cache: Any, **kwargs: Any) -> torch.Tensor:
-        began = time.perf_counter()
-        try:
-            return super().forward(embeds, start, cache, **kwargs)
-        finally:
-            self.seconds["prefill" if embeds.shape[1] > 1 else "decode"] += time.perf_counter() - began
+        phase = "prefill" if embeds.shape[1] > 1 else "decode"
+        return self._measured(phase, lambda: super(TimedModel, self).forward(embeds, start, cache, **kwargs))
 
 
 @dataclass
@@ -98,6 +115,25 @@ class Run:
     audio_tokens_prefilled: int
     text_tokens_prefilled: int
     phase_s: dict[str, float] = field(default_factory=dict)
+    #: Exact FLOPs by phase; prefill split into audio and text in proportion to the tokens of each step.
+    phase_flops: dict[str, float] = field(default_factory=dict)
+    step_flops: list[float] = field(default_factory=list)
+    #: Steps whose prefill recomputed every audio token (nothing of the audio reused).
+    full_prefills: int = 0
+
+    @property
+    def gflops_per_audio_second(self) -> float:
+        return sum(self.phase_flops.values()) / 1e9 / self.seconds
+
+    @property
+    def early_step_gflops(self) -> float:
+        quarter = max(1, len(self.step_flops) // 4)
+        return statistics.median(self.step_flops[:quarter]) / 1e9
+
+    @property
+    def late_step_gflops(self) -> float:
+        quarter = max(1, len(self.step_flops) // 4)
+        return statistics.median(self.step_flops[-quarter:]) / 1e9
 
     @property
     def text_floor_s(self) -> float:
@@ -117,39 +153,80 @@ class Run:
         return statistics.median(self.step_times_s[-quarter:])
 
 
+@dataclass
+class Meter:
+    """Per-step FLOPs of one session, with each prefill split into audio and text by its tokens."""
+
+    model: TimedModel
+    session: SimulKvSession
+    flops: Counter[str] = field(default_factory=Counter)
+    steps: list[float] = field(default_factory=list)
+    full_prefills: int = 0
+    _seen: Counter[str] = field(default_factory=Counter)
+    _audio: int = 0
+    _text: int = 0
+    _steps_done: int = 0
+
+    def after_call(self) -> None:
+        stats = self.session.stats
+        if stats.steps == self._steps_done:
+            return  # the call only buffered audio
+        self._steps_done = stats.steps
+        now = Counter(self.model.flops)
+        delta = {phase: now[phase] - self._seen[phase] for phase in ("encoder", "prefill", "decode")}
+        self._seen = now
+        audio, text = stats.audio_tokens_prefilled - self._audio, stats.text_tokens_prefilled - self._text
+        self._audio, self._text = stats.audio_tokens_prefilled, stats.text_tokens_prefilled
+        audio_share = audio / max(1, audio + text)
+        self.flops["encoder"] += delta["encoder"]
+        self.flops["audio prefill"] += delta["prefill"] * audio_share
+        self.flops["text prefill"] += delta["prefill"] * (1 - audio_share)
+        self.flops["decode"] += delta["decode"]
+        self.steps.append(sum(delta.values()))
+        if stats.last_reused_tokens <= self.session.prefix_tokens and self._steps_done > 1:
+            self.full_prefills += 1
+
+
 def stream(model: TimedModel, audio: np.ndarray, reuse: bool, tokens_per_step: int, chunk: float) -> Run:
     model.seconds.clear()
+    model.flops.clear()
     settings = SimulKvSettings(
         policy=AlignmentPolicy(), step_seconds=chunk, reuse=reuse, fixed_tokens_per_step=tokens_per_step
     )
     session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
+    meter = Meter(model, session)
     step = int(chunk * SAMPLE_RATE)
     times = []
     for start in range(0, audio.shape[0], step):
         began = time.perf_counter()
         session.feed(audio[start : start + step])
         times.append(time.perf_counter() - began)
+        meter.after_call()
     began = time.perf_counter()
     session.finish()
     times.append(time.perf_counter() - began)
-    return finished_run("simulkv" if reuse else "reprefill", model, session, audio, times)
+    meter.after_call()
+    return finished_run("simulkv" if reuse else "reprefill", model, session, audio, times, meter)
 
 
 def offline(model: TimedModel, audio: np.ndarray, tokens: int) -> Run:
     # A step longer than the audio: feed() only buffers, and finish() is the one pass.
     model.seconds.clear()
+    model.flops.clear()
     settings = SimulKvSettings(policy=AlignmentPolicy(), step_seconds=1e9, fixed_tokens_per_step=tokens)
     session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
+    meter = Meter(model, session)
     began = time.perf_counter()
     session.feed(audio)
     session.finish()
-    return finished_run("offline", model, session, audio, [time.perf_counter() - began])
+    meter.after_call()
+    return finished_run("offline", model, session, audio, [time.perf_counter() - began], meter)
 
 
 def finished_run(
-    variant: str, model: TimedModel, session: SimulKvSession, audio: np.ndarray, times: list[float]
+    variant: str, model: TimedModel, session: SimulKvSession, audio: np.ndarray, times: list[float], meter: Meter
 ) -> Run:
-    """The record of one run, from its session's statistics and the model's phase times."""
+    """The record of one run, from its session's statistics and the model's phase times and FLOPs."""
     return Run(
         variant,
         model.window_seconds,
@@ -161,23 +238,55 @@ def finished_run(
         session.stats.audio_tokens_prefilled,
         session.stats.text_tokens_prefilled,
         dict(model.seconds),
+        dict(meter.flops),
+        meter.steps,
+        meter.full_prefills,
     )
 
 
 def phases(run: Run) -> str:
-    seconds = run.phase_s
+    seconds, flops = run.phase_s, run.phase_flops
+    per_second = {phase: flops.get(phase, 0.0) / 1e9 / run.seconds for phase in flops}
     return (
         f"{run.variant:>9}: encoder {seconds.get('encoder', 0):6.1f} s, prefill {seconds.get('prefill', 0):6.1f} s "
         f"({run.audio_tokens_prefilled} audio + {run.text_tokens_prefilled} text tokens), "
-        f"decode {seconds.get('decode', 0):5.1f} s"
+        f"decode {seconds.get('decode', 0):5.1f} s; GFLOPs per audio second: "
+        + ", ".join(f"{phase} {value:.1f}" for phase, value in per_second.items())
+        + f"; full re-prefills {run.full_prefills}"
     )
+
+
+def compare_int8(model: Any, processor: Any, args: argparse.Namespace) -> None:
+    """Stream the same audio with float32 and int8 weights, alternating, and compare step times."""
+    quantized = copy.deepcopy(model)
+    quantize_int8(quantized)
+    window = args.window[0]
+    variants = {"float32": TimedModel(model, processor, window), "int8": TimedModel(quantized, processor, window)}
+    print(
+        f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk} s steps, "
+        f"{args.tokens_per_step} tokens/step; float32 and int8 alternating, median step time",
+        flush=True,
+    )
+    for qwen in variants.values():
+        stream(qwen, speech(2.0), True, args.tokens_per_step, args.chunk)  # warm-up
+    for seconds in args.seconds:
+        audio = speech(seconds)
+        medians: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(2):
+            for name, qwen in variants.items():
+                run = stream(qwen, audio, True, args.tokens_per_step, args.chunk)
+                medians[name].append(statistics.median(run.step_times_s))
+        fp32, int8 = min(medians["float32"]), min(medians["int8"])
+        print(f"{seconds:4.0f} s: step {fp32:.3f} s float32, {int8:.3f} s int8: int8 {fp32 / int8:.2f}x faster")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, nargs="+", default=[5, 10, 20, 30])
     parser.add_argument("--chunk", type=float, default=0.5, help="seconds of audio per step (default: 0.5)")
-    parser.add_argument("--tokens-per-step", type=int, default=2)
+    parser.add_argument(
+        "--tokens-per-step", type=int, help="tokens each step decodes (default: 4 per second of step, as speech)"
+    )
     parser.add_argument("--shape", default="0.6b", help="random model shape (default: 0.6b)")
     parser.add_argument(
         "--window",
@@ -187,11 +296,19 @@ def main() -> None:
         help="encoder windows (s) to run, each a table (default: the model's own, 8 s)",
     )
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument(
+        "--int8", action="store_true", help="instead: per-step time of float32 against int8 weights, side by side"
+    )
     parser.add_argument("--json", type=Path, help="also write the runs as JSON")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
+    if args.tokens_per_step is None:
+        args.tokens_per_step = max(1, round(4 * args.chunk))
     model, processor = create_random_model(args.shape)
+    if args.int8:
+        compare_int8(model.eval(), processor, args)
+        return
     runs: list[Run] = []
     for window in args.window:
         qwen = TimedModel(model.eval(), processor, window)
@@ -204,7 +321,8 @@ def main() -> None:
         header = (
             f"{'audio s':>7} {'steps':>5} {'simulkv s':>9} {'reprefill s':>11} {'offline s':>9} "
             f"{'simulkv/offline':>15} {'reprefill/offline':>17} {'text floor/offline':>18} "
-            f"{'simulkv step early->late s':>27} {'reprefill step early->late s':>29}"
+            f"{'simulkv step early->late s':>27} | GFLOPs/audio s: {'simulkv':>7} {'reprefill':>9} {'offline':>7} "
+            f"| {'simulkv GFLOPs/step early->late':>31}"
         )
         print(header, flush=True)
         for seconds in args.seconds:
@@ -218,7 +336,9 @@ def main() -> None:
                 f"{fast.total_s / single.total_s:15.2f} {slow.total_s / single.total_s:17.2f} "
                 f"{fast.text_floor_s / single.total_s:18.2f} "
                 f"{fast.early_step_s:13.3f} -> {fast.late_step_s:.3f} "
-                f"{slow.early_step_s:15.3f} -> {slow.late_step_s:.3f}",
+                f"| {'':>15} {fast.gflops_per_audio_second:7.1f} {slow.gflops_per_audio_second:9.1f} "
+                f"{single.gflops_per_audio_second:7.1f} "
+                f"| {fast.early_step_gflops:19.1f} -> {fast.late_step_gflops:.1f}",
                 flush=True,
             )
             for run in (fast, slow, single):

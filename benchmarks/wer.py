@@ -5,7 +5,7 @@ and voices the model never heard in training; they are spoken again here with
 espeak-ng, then transcribed offline in-process and streamed through a real
 server in 10 ms chunks as Home Assistant sends them.
 
-Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--json FILE]
+Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--quantize int8] [--json FILE]
                             [--border-seconds S] [--min-probability P] [--tuning-seed N]
 """
 
@@ -35,6 +35,7 @@ def main() -> None:
     parser.add_argument(
         "--tuning-seed", type=int, help="score held-out combinations drawn with this seed instead of heldout.json"
     )
+    parser.add_argument("--quantize", default="none", choices=("none", "int8"), help="weights, as the server's option")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -44,11 +45,12 @@ def main() -> None:
     else:  # other held-out combinations, so that thresholds are not chosen on the test set
         heldout = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
     audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
-    qwen = QwenAsrModel.load(model.path, "cpu")
+    qwen = QwenAsrModel.load(model.path, "cpu", quantize=args.quantize)
     offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]
 
     with tempfile.TemporaryDirectory() as folder:
-        server = start_server(Path(args.model), Path(folder) / "server.log", *policy_flags(args))
+        flags = [*policy_flags(args), "--quantize", args.quantize]
+        server = start_server(Path(args.model), Path(folder) / "server.log", *flags)
         try:
             replies = [asyncio.run(stream(server.host, server.port, pcm16(a), speed=args.speed)) for a in audio]
         finally:
@@ -64,6 +66,7 @@ def main() -> None:
         "streaming_equals_offline": same,
         "partials_before_end_on_utterances_over_2s": f"{early}/{len(longer)}",
         "speed": args.speed,
+        "quantize": args.quantize,
         "tuning_seed": args.tuning_seed,
         "border_seconds": args.border_seconds,
         "min_probability": args.min_probability,

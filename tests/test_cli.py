@@ -103,7 +103,7 @@ def test_zeroconf_needs_tcp(tiny_model: Path, tmp_path: Path) -> None:
 def test_encoder_window_the_model_does_not_know_is_refused_at_startup(tiny_model: Path) -> None:
     result = run_cli("--model", str(tiny_model), "--device", "cpu", "--encoder-window", "1.5")
     assert result.returncode == 2
-    assert "--encoder-window: encoder window must be a multiple of 1 s up to 2 s, not 1.5 s" in result.stderr
+    assert "--encoder-window must be a multiple of 1 s up to 2 s, not 1.5 s" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -129,3 +129,27 @@ def test_policy_thresholds_come_from_the_flags_then_the_heads_file_then_the_defa
     assert AlignmentPolicy.for_model(tuned, flags.border_seconds, flags.min_probability) == AlignmentPolicy(
         border_seconds=1.0, min_probability=0.0
     )
+
+
+def test_int8_is_refused_off_the_cpu_at_startup(tiny_model: Path) -> None:
+    result = run_cli("--model", str(tiny_model), "--device", "cpu", "--dtype", "float16", "--quantize", "int8")
+    assert result.returncode == 2
+    assert "int8 weights are for the CPU in float32" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_int8_weights_load_and_transcribe(scripted_model: Path) -> None:
+    import numpy as np
+    import torch
+
+    from wyoming_qwen3.qwen import QwenAsrModel
+
+    full = QwenAsrModel.load(scripted_model, "cpu")
+    small = QwenAsrModel.load(scripted_model, "cpu", quantize="int8")
+    linear = small.thinker.model.layers[0].self_attn.q_proj
+    assert isinstance(linear, torch.ao.nn.quantized.dynamic.Linear)
+    assert isinstance(small.thinker.lm_head, torch.ao.nn.quantized.dynamic.Linear)
+    audio = np.random.default_rng(0).normal(0, 0.1, 3 * 16000).astype(np.float32)
+    # The scripted model's answer is carried by its weights; int8 must keep it.
+    expected = full.transcribe(audio, language="English").text
+    assert expected and small.transcribe(audio, language="English").text == expected

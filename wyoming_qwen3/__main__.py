@@ -78,11 +78,15 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
     heads_path = alignment_heads_path(args, model)
     heads = load_alignment_heads(heads_path)
     policy = AlignmentPolicy.for_model(heads, args.border_seconds, args.min_probability)
-    settings = SimulKvSettings(policy=policy)
+    settings = SimulKvSettings(policy=policy, audio_max_seconds=args.stream_window)
+    if args.threads > 0:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
-        qwen = QwenAsrModel.load(model.path, args.device, args.encoder_window, args.dtype)
-    except ValueError as err:  # an encoder window the model does not know
-        raise StartupError(f"--encoder-window: {err}") from err
+        qwen = QwenAsrModel.load(model.path, args.device, args.encoder_window, args.dtype, args.quantize)
+    except ValueError as err:  # an encoder window the model does not know, int8 off the CPU
+        raise StartupError(str(err)) from err
     backend = SimulKvBackend(qwen, heads, settings)
     _LOGGER.info(
         "Alignment heads: %s; border %.2f s; least probability %.2f; encoder window %.0f s",

@@ -10,6 +10,7 @@ another on the same model).
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,27 @@ def select_dtype(device: torch.device, requested: str = "auto") -> torch.dtype:
     return torch.float32
 
 
+def quantize_int8(model: Any) -> None:
+    """Replace the decoder's Linear layers (and its output projection) with torch's dynamic int8 ones, in place.
+
+    Weights become int8 with a scale per layer; activations are quantized on the
+    fly. On 2 CPU cores it took the 0.6B decoder from 1.02 to 0.33 s for a 100-token
+    prefill and from 185 to 52 ms per token. The audio encoder stays float32: on
+    the demo model's 100 held-out utterances (offline WER) float32 gave 5.3%, an
+    int8 decoder 5.0%, an int8 encoder 5.3%, but both int8 7.1%. torch warns that
+    torch.ao.quantization moves to torchao; it is torch's own, and enough here.
+    """
+    from torch.ao.quantization import quantize_dynamic
+
+    thinker = model.thinker
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        quantize_dynamic(thinker.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        head = quantize_dynamic(torch.nn.Sequential(thinker.lm_head), {torch.nn.Linear}, dtype=torch.qint8)
+    thinker.lm_head = head[0]
+
+
 class QwenAsrModel:
     """A loaded Qwen3-ASR checkpoint and the operations streaming is built from.
 
@@ -131,7 +153,7 @@ class QwenAsrModel:
         frames = round(window_seconds * FRAMES_PER_SECOND)
         if frames <= 0 or frames % chunk or frames > largest:
             raise ValueError(
-                f"encoder window must be a multiple of {chunk / FRAMES_PER_SECOND:g} s "
+                f"--encoder-window must be a multiple of {chunk / FRAMES_PER_SECOND:g} s "
                 f"up to {largest / FRAMES_PER_SECOND:g} s, "
                 f"not {window_seconds:g} s"
             )
@@ -144,9 +166,14 @@ class QwenAsrModel:
 
     @classmethod
     def load(
-        cls, path: Path, device: str = "auto", window_seconds: float | None = None, dtype: str = "auto"
+        cls,
+        path: Path,
+        device: str = "auto",
+        window_seconds: float | None = None,
+        dtype: str = "auto",
+        quantize: str = "none",
     ) -> QwenAsrModel:
-        """Load a model folder onto a device, in ``dtype`` (see select_dtype)."""
+        """Load a model folder onto a device, in ``dtype`` (see select_dtype), ``quantize``d (see quantize_int8)."""
         from qwen_asr.core.transformers_backend import (
             Qwen3ASRForConditionalGeneration,
             Qwen3ASRProcessor,
@@ -159,6 +186,10 @@ class QwenAsrModel:
             str(path), dtype=torch_dtype, attn_implementation="sdpa"
         )
         model.to(torch_device).eval()
+        if quantize == "int8":
+            if torch_device.type != "cpu" or torch_dtype != torch.float32:
+                raise ValueError("int8 weights are for the CPU in float32 (--device cpu --dtype auto)")
+            quantize_int8(model)
         processor = Qwen3ASRProcessor.from_pretrained(str(path))
         return cls(model, processor, torch_device, window_seconds)
 
@@ -247,7 +278,7 @@ class QwenAsrModel:
             use_cache=True,
             **kwargs,
         ).last_hidden_state
-        return self.thinker.lm_head(hidden[0, -1])
+        return self.thinker.lm_head(hidden[:, -1])[0]  # 2-D in: int8 (dynamic quantized) Linear wants a batch
 
     def max_new_tokens(self, seconds: float) -> int:
         """A generous token budget for this much speech (fast speech is ~5 tokens/s)."""
