@@ -199,7 +199,7 @@ def test_missing_dependency_of_a_transcription_is_reported_at_start(tmp_path: Pa
 
 
 def test_a_quantized_checkpoint_serves_chinese_on_a_pretend_mac(tmp_path: Path) -> None:
-    """The server as a Mac user runs it (a 4-bit catalogue model found in --data-dir), fed as Home Assistant does."""
+    """The server as a Mac user runs it (a 4-bit catalogue model found in --data-dir), streamed in real time."""
     text = "打开客厅的灯然后关掉卧室的空调"
     timeline = timeline_of(list(text))
     model_folder(tmp_path / "moona3k--mlx-qwen3-asr-0.6b-4bit", timeline, "Chinese")
@@ -223,7 +223,8 @@ def test_a_quantized_checkpoint_serves_chinese_on_a_pretend_mac(tmp_path: Path) 
         seconds = timeline[-1][2] + 0.5
         samples = mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)]
         pcm = (samples * 32768).astype("<i2").tobytes()
-        result = asyncio.run(transcribe(server, Speech(SAMPLE_RATE, 2, 1, pcm), chunk_seconds=0.01))
+        speech = Speech(SAMPLE_RATE, 2, 1, pcm)
+        result = asyncio.run(transcribe(server, speech, chunk_seconds=0.1, pace=0.1))  # in real time
     finally:
         server.stop()
     assert_streaming_order(result)

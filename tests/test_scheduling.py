@@ -105,7 +105,7 @@ def test_slow_steps_take_all_new_audio_and_none_runs_after_audio_stop(tmp_path: 
     steps = [c for c in calls if c.kind == "step"]
     assert [c.kind for c in calls] == ["step"] * len(steps) + ["final"]
     # At its own pace: each step took all the audio that came during the one before (not 320 steps).
-    assert 2 <= len(steps) <= 4
+    assert 2 <= len(steps) <= 5  # about one a second (4 when the client keeps real time)
     assert sum(c.samples for c in calls) == int(3.2 * SAMPLE_RATE)
     # Nothing but the final pass after audio-stop: the transcript waits at most for the step under way.
     assert all(c.started < stopped for c in steps)
