@@ -11,6 +11,7 @@ most-attended audio token is where the model "is" in the audio.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,12 +81,17 @@ class AlignmentHeads:
         return cls(tuple((layer, head) for layer in range(num_layers // 2, num_layers) for head in range(num_heads)))
 
 
+def head_index(by_layer: Mapping[int, Sequence[int]], device: torch.device) -> dict[int, torch.Tensor]:
+    """Heads by layer as index tensors on ``device``: built once, so no token copies them from the host."""
+    return {layer: torch.tensor(list(heads), device=device) for layer, heads in by_layer.items() if heads}
+
+
 @dataclass
 class AttentionRecorder:
     """Collects, for one forward pass, the last query row's attention of the alignment heads."""
 
-    #: layer -> its heads; a tensor on the model's device keeps the per-token path free of host copies.
-    heads_by_layer: dict[int, torch.Tensor] | dict[int, list[int]]
+    #: layer -> its heads, as ``head_index`` builds them once on the model's device.
+    heads_by_layer: dict[int, torch.Tensor]
     #: layer -> [heads, keys] attention weights of the newest position.
     rows: dict[int, torch.Tensor] = field(default_factory=dict)
 
@@ -106,10 +112,9 @@ def _recording_attention(
     """SDPA attention that also records alignment heads' weights when asked to."""
     if alignment_recorder is not None:
         heads = alignment_recorder.heads_by_layer.get(module.layer_idx)
-        if heads is not None and len(heads):
-            index = heads if isinstance(heads, torch.Tensor) else torch.tensor(heads, device=query.device)
-            q = query[0, index, -1:, :].float()  # [heads, 1, dim]
-            k = key[0, index // module.num_key_value_groups].float()  # [heads, keys, dim]
+        if heads is not None:
+            q = query[0, heads, -1:, :].float()  # [heads, 1, dim]
+            k = key[0, heads // module.num_key_value_groups].float()  # [heads, keys, dim]
             # The newest position sees every key, so no mask applies to its row.
             scores = torch.matmul(q, k.transpose(1, 2))[:, 0, :] * module.scaling
             alignment_recorder.rows[module.layer_idx] = torch.softmax(scores, dim=-1)

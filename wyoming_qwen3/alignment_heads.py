@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .alignment import ALIGNMENT_HEADS_FILE, AlignmentHeads, AttentionRecorder, use_recording_attention
+from .alignment import ALIGNMENT_HEADS_FILE, AlignmentHeads, AttentionRecorder, head_index, use_recording_attention
 from .backend import TimedWord
 from .qwen import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE, QwenAsrModel
 
@@ -90,7 +90,8 @@ def attended_times(
     Also returns, for each text token, the index of the word it belongs to.
     """
     config = model.thinker.config.text_config
-    heads_by_layer = {layer: list(range(config.num_attention_heads)) for layer in range(config.num_hidden_layers)}
+    every_head = range(config.num_attention_heads)
+    heads_by_layer = head_index({layer: every_head for layer in range(config.num_hidden_layers)}, model.device)
     tokens: list[int] = []
     owners: list[int] = []
     for index, word in enumerate(utterance.words):

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, use_recording_attention
+from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, head_index, use_recording_attention
 from .audio_cache import AudioWindowCache
 from .backend import Backend, FinalText, SessionOptions, StreamingSession, TimedWord
 from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, SAMPLES_PER_FRAME, QwenAsrModel, parse_output, repeated_tail
@@ -104,9 +104,7 @@ class SimulKvSession(StreamingSession):
         self._model = model
         self._settings = settings
         self._options = options
-        self._heads_by_layer = {
-            layer: torch.tensor(layer_heads, device=model.device) for layer, layer_heads in heads.by_layer.items()
-        }
+        self._heads_by_layer = head_index(heads.by_layer, model.device)
         self._policy = settings.policy
         prompt = model.prompt_ids(options.context, options.language)
         self._prefix_len = len(prompt.prefix)
