@@ -26,7 +26,7 @@ from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, head_
 from .audio_cache import AudioWindowCache
 from .backend import Backend, FinalText, SessionOptions, StreamingSession, TimedWord
 from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, SAMPLES_PER_FRAME, QwenAsrModel, parse_output, repeated_tail
-from .text_units import SentText, is_unspaced, normalize
+from .text_units import SentText, begins_unit, normalize
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -392,11 +392,12 @@ class SimulKvSession(StreamingSession):
         written again (doubled) or lost. Every unit from this one on is kept.
         """
         tokenizer = self._model.tokenizer
-        start = preamble
+        start, before = preamble, ""
         for index in range(preamble, len(self._committed)):
             piece = tokenizer.decode([self._committed[index]])
-            if index > preamble and (piece[:1].isspace() or (piece and is_unspaced(piece[0]))):
-                start = index  # a new unit begins
+            if index > preamble and begins_unit(before, piece):
+                start = index
+            before = piece or before
             if self._times[index] >= offset:
                 return start
         return len(self._committed)

@@ -77,6 +77,15 @@ def _closed(text: str, index: int) -> bool:
     return not 0x0E00 <= ord(text[index - 1]) <= 0x0E7F
 
 
+def begins_unit(before: str, piece: str) -> bool:
+    """Whether text ``piece`` (a token's, or a character with its leading space) starts a unit after ``before``.
+
+    A unit begins at a space, at a character of a script written without
+    spaces, and right after one.
+    """
+    return bool(piece) and (piece[0].isspace() or is_unspaced(piece[0]) or (bool(before) and is_unspaced(before[-1])))
+
+
 #: A word with its leading space, or one character of a script written without spaces.
 _UNIT = re.compile(r"\s*\S")
 
@@ -86,8 +95,7 @@ def split_units(delta: str) -> list[str]:
     units: list[str] = []
     for match in _UNIT.finditer(delta):
         piece = match.group()
-        starts_new = not units or piece[0].isspace() or is_unspaced(piece[-1]) or is_unspaced(units[-1][-1])
-        if starts_new:
+        if not units or begins_unit(units[-1], piece):
             units.append(piece)
         else:
             units[-1] += piece
