@@ -91,9 +91,12 @@ class MlxSession(StreamingSession):
         self._sent += delta
         return delta
 
-    def feed(self, audio: np.ndarray) -> str:
+    def _append(self, audio: np.ndarray) -> None:
         self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
         self._unheard += audio.shape[0]
+
+    def feed(self, audio: np.ndarray) -> str:
+        self._append(audio)
         if self._unheard < self._step_samples:
             return ""
         self._unheard = 0
@@ -133,9 +136,8 @@ class MlxSession(StreamingSession):
         return self._send(forced)
 
     def finish(self, audio: np.ndarray | None = None) -> FinalText:
-        if audio is not None and audio.shape[0]:
-            self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
-            self._unheard += audio.shape[0]
+        if audio is not None:
+            self._append(audio)
         if self._buffer.shape[0] == 0:
             return FinalText("", self._language)
         if self._hypothesis is None or self._unheard:

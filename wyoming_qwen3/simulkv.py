@@ -160,9 +160,12 @@ class SimulKvSession(StreamingSession):
 
     # -- streaming ------------------------------------------------------------
 
-    def feed(self, audio: np.ndarray) -> str:
+    def _append(self, audio: np.ndarray) -> None:
         self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
         self._unheard += audio.shape[0]
+
+    def feed(self, audio: np.ndarray) -> str:
+        self._append(audio)
         if self._unheard < self._settings.step_seconds * SAMPLE_RATE:
             return ""
         self._trim_if_needed()
@@ -170,9 +173,8 @@ class SimulKvSession(StreamingSession):
         return self._sent.advance(self._text(final=False), final=False)
 
     def finish(self, audio: np.ndarray | None = None) -> FinalText:
-        if audio is not None and audio.shape[0]:
-            self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
-            self._unheard += audio.shape[0]
+        if audio is not None:
+            self._append(audio)
             self._trim_if_needed()
         if self._buffer.shape[0] > 0:
             self._forget_unsent_text()
@@ -306,7 +308,7 @@ class SimulKvSession(StreamingSession):
             (
                 index
                 for index in range(preamble, len(self._committed) + 1)
-                if normalize(self._text_of(index)).startswith(self._sent.text)
+                if normalize(self._text(False, index)).startswith(self._sent.text)
             ),
             len(self._committed),
         )
@@ -358,12 +360,10 @@ class SimulKvSession(StreamingSession):
                 return index + 1
         return len(self._committed)
 
-    def _text(self, final: bool) -> str:
-        return parse_output(self._model.decode_text(self._committed), self._options.language, final).text
-
-    def _text_of(self, tokens: int) -> str:
-        """The transcript text of the first ``tokens`` committed tokens."""
-        return parse_output(self._model.decode_text(self._committed[:tokens]), self._options.language, False).text
+    def _text(self, final: bool, tokens: int | None = None) -> str:
+        """The transcript text of the committed tokens (the first ``tokens`` of them)."""
+        committed = self._committed if tokens is None else self._committed[:tokens]
+        return parse_output(self._model.decode_text(committed), self._options.language, final).text
 
     @property
     def language(self) -> str:
