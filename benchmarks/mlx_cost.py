@@ -12,14 +12,12 @@ Usage: script/benchmark mlx-cost [--seconds 3 10 30 60] [--buffer 15]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 from wyoming_qwen3.backend import SessionOptions
 from wyoming_qwen3.mlx_backend import MlxSession
-from wyoming_qwen3.qwen import SAMPLE_RATE
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "standins"))
 import mlx_qwen3_asr  # noqa: E402  (the stand-in)
@@ -35,16 +33,11 @@ def main() -> None:
     args = parser.parse_args()
     for seconds in args.seconds:
         words = max(1, int((seconds - 0.5) / (WORD_SECONDS + GAP_SECONDS)))
-        timeline = [
-            (f" w{i}" if i else "w0", 0.3 + i * (WORD_SECONDS + GAP_SECONDS), 0.6 + i * (WORD_SECONDS + GAP_SECONDS))
-            for i in range(words)
-        ]
+        units = [f" w{i}" if i else "w0" for i in range(words)]
+        timeline = mlx_qwen3_asr.timeline_of(units, unit_seconds=WORD_SECONDS, gap=GAP_SECONDS)
         with tempfile.TemporaryDirectory() as folder:
-            Path(folder, "config.json").write_text(json.dumps({"model_type": "qwen3_asr"}))
-            script = {"language": "English", "timeline": timeline}
-            Path(folder, "standin.json").write_text(json.dumps(script))
-            asr = mlx_qwen3_asr.Session(folder)
-        audio = mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)]
+            asr = mlx_qwen3_asr.Session(str(mlx_qwen3_asr.write_model(Path(folder), timeline)))
+        audio = mlx_qwen3_asr.speech(timeline, seconds)
         session = MlxSession(asr, SessionOptions(), max_buffer_seconds=args.buffer)
         sent = "".join(session.feed(audio[i : i + 160]) for i in range(0, audio.shape[0], 160))
         sent += session.finish().text

@@ -9,7 +9,6 @@ from the hub only when timestamps are asked for, loading by folder or hub name.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -33,7 +32,10 @@ import mlx_qwen3_asr  # noqa: E402  (the stand-in)
 from .conftest import Speech  # noqa: E402
 from .wyoming_client import assert_streaming_order, transcribe  # noqa: E402
 
-Timeline = list[tuple[str, float, float]]
+Timeline = mlx_qwen3_asr.Timeline
+timeline_of = mlx_qwen3_asr.timeline_of
+model_folder = mlx_qwen3_asr.write_model
+spoken = mlx_qwen3_asr.spoken
 
 
 @pytest.fixture
@@ -41,23 +43,6 @@ def on_a_mac(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Pretend to be Apple Silicon, with the stand-in importable as ``mlx_qwen3_asr``."""
     monkeypatch.setattr(mlx_backend, "is_apple_silicon", lambda: True)
     yield
-
-
-def timeline_of(units: list[str], start: float = 0.3, unit_seconds: float = 0.3, gap: float = 0.15) -> Timeline:
-    timeline = []
-    for index, unit in enumerate(units):
-        begin = start + index * (unit_seconds + gap)
-        timeline.append((unit, round(begin, 3), round(begin + unit_seconds, 3)))
-    return timeline
-
-
-def model_folder(path: Path, timeline: Timeline, language: str = "English", failure: str | None = None) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    config = {"model_type": "qwen3_asr", "support_languages": ["English", "Chinese", "Japanese"]}
-    (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    script = {"language": language, "timeline": timeline, "failure": failure}
-    (path / "standin.json").write_text(json.dumps(script, ensure_ascii=False), encoding="utf-8")
-    return path
 
 
 def stream(session: MlxSession, audio: np.ndarray, chunk_seconds: float = 0.01) -> tuple[list[str], str]:
@@ -70,9 +55,8 @@ def stream(session: MlxSession, audio: np.ndarray, chunk_seconds: float = 0.01) 
 def run_stream(tmp_path: Path, units: list[str], language: str = "English", **session_options: float) -> tuple:
     timeline = timeline_of(units)
     asr = mlx_qwen3_asr.Session(str(model_folder(tmp_path / "model", timeline, language)))
-    seconds = timeline[-1][2] + 0.5
     session = MlxSession(asr, SessionOptions(), **session_options)
-    deltas, final = stream(session, mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)])
+    deltas, final = stream(session, spoken(timeline))
     return deltas, final, asr
 
 
@@ -137,9 +121,8 @@ def test_a_unit_across_the_cut_is_not_lost_or_doubled(tmp_path: Path) -> None:
     # Speech with no pause at all: the cut falls inside a unit.
     timeline = [(f" w{i}" if i else "w0", round(0.3 + i * 0.3, 3), round(0.6 + i * 0.3, 3)) for i in range(60)]
     asr = mlx_qwen3_asr.Session(str(model_folder(tmp_path / "model", timeline)))
-    seconds = timeline[-1][2] + 0.5
     session = MlxSession(asr, SessionOptions(), max_buffer_seconds=6.0)
-    deltas, final = stream(session, mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)])
+    deltas, final = stream(session, spoken(timeline))
     words = ("".join(deltas) + final).split()
     assert session.offset_seconds > 6
     assert len(words) == len(set(words))  # nothing doubled
@@ -167,23 +150,32 @@ def serve_args(model: str, tmp_path: Path) -> list[str]:
     return ["--backend", "mlx", "--model", model, "--uri", "tcp://127.0.0.1:0", "--download-dir", str(tmp_path)]
 
 
-def start_server(arguments: list[str], extra_path: Path | None) -> subprocess.CompletedProcess[str]:
-    """Start the server as a user would, on a pretend Mac (the platform check patched), until it fails or serves."""
+def on_a_pretend_mac(arguments: list[str], with_library: bool) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that start the server as a user would, the platform check patched.
+
+    ``with_library``: the stand-in is importable as ``mlx_qwen3_asr``.
+    """
     code = (
         "import sys; from wyoming_qwen3 import mlx_backend; mlx_backend.is_apple_silicon = lambda: True; "
         f"sys.argv = ['wyoming-qwen3'] + {arguments!r}; from wyoming_qwen3.__main__ import run; run()"
     )
-    env_path = [str(extra_path)] if extra_path else []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*env_path, str(Path.cwd())]), "HF_HUB_OFFLINE": "1"}
+    path = [str(STANDINS)] if with_library else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(Path.cwd())]), "HF_HUB_OFFLINE": "1"}
+    return [sys.executable, "-c", code], env
+
+
+def start_server(arguments: list[str], with_library: bool) -> subprocess.CompletedProcess[str]:
+    """Run the server on a pretend Mac until it fails or serves (then the timeout stops it)."""
+    command, env = on_a_pretend_mac(arguments, with_library)
     try:
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     except subprocess.TimeoutExpired as err:
         out = err.stderr.decode() if isinstance(err.stderr, bytes) else (err.stderr or "")
         return subprocess.CompletedProcess(err.cmd, -1, "", out)
 
 
 def test_missing_library_is_reported_at_start(tmp_path: Path) -> None:
-    result = start_server(serve_args(str(model_folder(tmp_path / "m", timeline_of(["hi"]))), tmp_path), None)
+    result = start_server(serve_args(str(model_folder(tmp_path / "m", timeline_of(["hi"]))), tmp_path), False)
     assert result.returncode == 2, result.stderr
     assert "mlx-qwen3-asr cannot be imported" in result.stderr
     assert "pip install 'wyoming-qwen3[mlx]'" in result.stderr
@@ -192,7 +184,7 @@ def test_missing_library_is_reported_at_start(tmp_path: Path) -> None:
 
 def test_missing_dependency_of_a_transcription_is_reported_at_start(tmp_path: Path) -> None:
     folder = model_folder(tmp_path / "m", timeline_of(["hi"]), failure="No module named 'nagisa'")
-    result = start_server(serve_args(str(folder), tmp_path), STANDINS)
+    result = start_server(serve_args(str(folder), tmp_path), True)
     assert result.returncode == 2, result.stderr
     assert "nagisa" in result.stderr and "warm-up" in result.stderr
     assert "Traceback" not in result.stderr
@@ -203,26 +195,19 @@ def test_a_quantized_checkpoint_serves_chinese_on_a_pretend_mac(tmp_path: Path) 
     text = "打开客厅的灯然后关掉卧室的空调"
     timeline = timeline_of(list(text))
     model_folder(tmp_path / "moona3k--mlx-qwen3-asr-0.6b-4bit", timeline, "Chinese")
-    arguments = ["--backend", "mlx", "--model", "moona3k/mlx-qwen3-asr-0.6b-4bit", "--data-dir", str(tmp_path)]
     port = free_port()
-    code = (
-        "import sys; from wyoming_qwen3 import mlx_backend; mlx_backend.is_apple_silicon = lambda: True; "
-        f"sys.argv = ['wyoming-qwen3', '--uri', 'tcp://127.0.0.1:{port}'] + {arguments!r}; "
-        "from wyoming_qwen3.__main__ import run; run()"
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STANDINS), str(Path.cwd())]), "HF_HUB_OFFLINE": "1"}
+    arguments = ["--uri", f"tcp://127.0.0.1:{port}", "--backend", "mlx", "--model", "moona3k/mlx-qwen3-asr-0.6b-4bit"]
+    command, env = on_a_pretend_mac([*arguments, "--data-dir", str(tmp_path)], with_library=True)
     log_path = tmp_path / "server.log"
     with log_path.open("wb") as log:
-        process = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     server = ServerProcess(process, "127.0.0.1", port, log_path)
     try:
         deadline = time.monotonic() + 60
         while "Ready" not in server.log():
             assert process.poll() is None and time.monotonic() < deadline, server.log()
             time.sleep(0.1)
-        seconds = timeline[-1][2] + 0.5
-        samples = mlx_qwen3_asr.speech(timeline, seconds + 120)[: int(seconds * SAMPLE_RATE)]
-        pcm = (samples * 32768).astype("<i2").tobytes()
+        pcm = (spoken(timeline) * 32768).astype("<i2").tobytes()
         speech = Speech(SAMPLE_RATE, 2, 1, pcm)
         result = asyncio.run(transcribe(server, speech, chunk_seconds=0.1, pace=0.1))  # in real time
     finally:

@@ -14,7 +14,7 @@ It follows the library's source where the backend depends on it:
   on first use: here that fails as offline, and is counted.
 - ``Session.model_info["support_languages"]`` is the config's list.
 
-What the stand-in "hears" is scripted: the model folder's ``standin.json``
+What the stand-in "hears" is scripted (``write_model``, ``timeline_of``): the model folder's ``standin.json``
 lists units of text with their times; ``speech()`` renders them as noise
 bursts (silence between), and the stand-in finds where the audio it is given
 lies in that rendering, as a real model hears where it is from the sound. A
@@ -55,7 +55,43 @@ class ForcedAligner:
         raise OSError(f"We couldn't connect to 'https://huggingface.co' to load {model_path}")
 
 
-def speech(timeline: list[tuple[str, float, float]], seconds: float, seed: int = 0) -> np.ndarray:
+Timeline = list[tuple[str, float, float]]
+
+
+def timeline_of(units: list[str], start: float = 0.3, unit_seconds: float = 0.3, gap: float = 0.15) -> Timeline:
+    """Units spoken one after another, ``gap`` seconds apart (a pause between words)."""
+    timeline = []
+    for index, unit in enumerate(units):
+        begin = start + index * (unit_seconds + gap)
+        timeline.append((unit, round(begin, 3), round(begin + unit_seconds, 3)))
+    return timeline
+
+
+def write_model(
+    folder: Path,
+    timeline: Timeline,
+    language: str = "English",
+    failure: str | None = None,
+    languages: tuple[str, ...] = ("English", "Chinese", "Japanese"),
+) -> Path:
+    """A model folder for the stand-in: a Qwen3-ASR ``config.json`` and the script it hears.
+
+    ``failure``: every transcription raises ImportError with this message (a missing dependency).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"model_type": "qwen3_asr", "support_languages": list(languages)}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    script = {"language": language, "timeline": timeline, "failure": failure}
+    (folder / "standin.json").write_text(json.dumps(script, ensure_ascii=False), encoding="utf-8")
+    return folder
+
+
+def spoken(timeline: Timeline, tail_seconds: float = 0.5) -> np.ndarray:
+    """The rendering of a whole timeline and ``tail_seconds`` after its last unit."""
+    return speech(timeline, timeline[-1][2] + tail_seconds)
+
+
+def speech(timeline: Timeline, seconds: float, seed: int = 0) -> np.ndarray:
     """The rendering of a timeline: loud noise where a unit is spoken, faint noise elsewhere."""
     # Every stretch has a generator of its own, so a longer rendering starts with a shorter one.
     audio = np.random.default_rng(seed).normal(0, _QUIET, int(seconds * SAMPLE_RATE)).astype(np.float32)
@@ -64,6 +100,11 @@ def speech(timeline: list[tuple[str, float, float]], seconds: float, seed: int =
         audio[span] += np.random.default_rng((seed, index)).normal(0, _SPOKEN, audio[span].shape[0]).astype(np.float32)
     # Whole 16-bit steps, so the audio is found again after it went over Wyoming as PCM.
     return (np.clip(np.round(audio * 32768), -32768, 32767) / 32768).astype(np.float32)
+
+
+def _pcm(samples: np.ndarray) -> bytes:
+    """16-bit PCM, as the audio is compared after it went over Wyoming."""
+    return np.round(samples * 32768).astype("<i2").tobytes()
 
 
 def _canonical(language: str | None) -> str | None:
@@ -106,13 +147,11 @@ class Session:
         self.language: str = script["language"]
         self.timeline = [(text, float(start), float(end)) for text, start, end in script["timeline"]]
         self.failure: str | None = script.get("failure")
-        self._rendering = speech(self.timeline, max(end for _, _, end in self.timeline) + 120.0)
+        # Longer than any audio a test sends: a longer rendering starts with every shorter one.
+        self._rendering = _pcm(speech(self.timeline, max(end for _, _, end in self.timeline) + 120.0))
 
     def _locate(self, audio: np.ndarray) -> float | None:
-        def pcm(samples: np.ndarray) -> bytes:
-            return np.round(samples * 32768).astype("<i2").tobytes()
-
-        probe, haystack = pcm(audio[:64]), pcm(self._rendering)
+        probe, haystack = _pcm(audio[:64]), self._rendering
         at = haystack.find(probe)
         while at >= 0 and at % 2:
             at = haystack.find(probe, at + 1)
