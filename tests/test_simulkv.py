@@ -171,9 +171,14 @@ class PinnedAttention(AttentionRecorder):
         return attention
 
 
-def test_a_token_looking_at_the_audio_end_is_held_back_and_flushed_by_finish(scripted, monkeypatch) -> None:
+def pin_attention(monkeypatch: pytest.MonkeyPatch, target: int) -> None:
+    """Every alignment head attends to audio token ``target`` (negative: counted from the end)."""
     monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", -1)
+    monkeypatch.setattr(PinnedAttention, "target", target)
+
+
+def test_a_token_looking_at_the_audio_end_is_held_back_and_flushed_by_finish(scripted, monkeypatch) -> None:
+    pin_attention(monkeypatch, -1)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
     audio = noise(4.0)
     assert "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split() == []
@@ -183,8 +188,7 @@ def test_a_token_looking_at_the_audio_end_is_held_back_and_flushed_by_finish(scr
 
 
 def test_a_token_looking_well_before_the_end_is_emitted_while_streaming(scripted, monkeypatch) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", 0)
+    pin_attention(monkeypatch, 0)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
     audio = noise(2.0)
     streamed = "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split()
@@ -194,8 +198,7 @@ def test_a_token_looking_well_before_the_end_is_emitted_while_streaming(scripted
 
 
 def test_a_token_the_model_is_unsure_of_is_held_back_and_flushed_by_finish(scripted, monkeypatch) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", 0)  # well before the end: only the probability holds it
+    pin_attention(monkeypatch, 0)  # well before the end: only the probability holds it
     # The scripted model gives each of its tokens a probability of 0.88.
     s = session(scripted, AlignmentPolicy(border_seconds=0.5, min_probability=0.95), language=None)
     audio = noise(2.0)
@@ -211,8 +214,7 @@ def test_the_least_probability_compares_with_the_greedy_tokens_probability() -> 
 
 
 def test_finish_decodes_a_word_begun_but_not_sent_again(scripted, monkeypatch) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", 0)
+    pin_attention(monkeypatch, 0)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
     audio = noise(2.0)
     streamed = "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split()
@@ -234,13 +236,12 @@ def test_finish_decodes_a_word_begun_but_not_sent_again(scripted, monkeypatch) -
 
 
 def test_attention_jumping_back_discards_the_steps_tokens(scripted, monkeypatch) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    pin_attention(monkeypatch, 30)  # 2.3 s into the audio
     s = session(scripted, AlignmentPolicy(border_seconds=0.5, rewind_seconds=1.0), language=None)
-    monkeypatch.setattr(PinnedAttention, "target", 30)  # 2.3 s into the audio
     s.feed(noise(3.0))
     committed = list(s.context_ids)
     assert committed
-    monkeypatch.setattr(PinnedAttention, "target", 0)  # jumps back 2.3 s > 1 s: rewind
+    pin_attention(monkeypatch, 0)  # jumps back 2.3 s > 1 s: rewind
     s.feed(noise(0.5, seed=9))
     assert s.context_ids == committed
 
@@ -301,8 +302,7 @@ def test_names_and_terms_go_into_the_system_prompt_and_language_after_the_genera
 def test_text_without_spaces_streams_whole_characters(language, text, tmp_path, monkeypatch) -> None:
     """Each character is a unit: sent while streaming, nothing inserted, finish decodes none again."""
     model = QwenAsrModel.load(build_random_model(tmp_path, "tiny", script=text), "cpu")
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", 0)  # well before the border: every token is committed
+    pin_attention(monkeypatch, 0)  # well before the border: every token is committed
     s = session(model, AlignmentPolicy(border_seconds=0.5), language=language)
     audio = noise(2.0)
     deltas = [s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)]
@@ -390,8 +390,7 @@ def test_the_language_preamble_is_exempt_from_border_and_rewind(scripted, monkey
 
 
 def test_a_detected_language_waits_for_two_seconds_of_audio(scripted, monkeypatch) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", 0)
+    pin_attention(monkeypatch, 0)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
     audio = noise(3.0)
     for start in range(0, 3 * 8000, 8000):  # 1.5 s
@@ -427,8 +426,7 @@ def forced_decoding(monkeypatch, model: QwenAsrModel, tokens: list[int]) -> None
 
 
 def test_a_step_that_loops_is_discarded(scripted, monkeypatch) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", 0)
+    pin_attention(monkeypatch, 0)
     the, on = (scripted.tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in (" the", " on"))
     forced_decoding(monkeypatch, scripted, [the, on] * 40)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
@@ -437,8 +435,7 @@ def test_a_step_that_loops_is_discarded(scripted, monkeypatch) -> None:
 
 
 def test_a_non_final_step_writes_only_what_its_new_audio_can_hold(scripted, monkeypatch) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
-    monkeypatch.setattr(PinnedAttention, "target", 0)
+    pin_attention(monkeypatch, 0)
     words = [i for t, i in sorted(scripted.tokenizer.get_vocab().items()) if t.startswith("Ġ") and t[1:].isalpha()]
     forced_decoding(monkeypatch, scripted, words[:60])  # never an end: a runaway step
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
