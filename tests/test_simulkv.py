@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -134,7 +135,7 @@ def test_an_encoder_window_the_model_does_not_know_is_refused(tiny: QwenAsrModel
 
 
 def test_incremental_prefill_equals_full_recompute_across_a_trim(tiny: QwenAsrModel) -> None:
-    s = session(tiny, EMIT_ALL, audio_max_seconds=4.0)
+    s = session(tiny, EMIT_ALL, stream_window_seconds=4.0, stream_keep_seconds=2.0)
     audio = noise(9.0, seed=2)
     for start in range(0, audio.shape[0], SAMPLE_RATE // 2):
         s.feed(audio[start : start + SAMPLE_RATE // 2])
@@ -151,7 +152,7 @@ def test_stream_with_a_holding_border_ends_as_the_offline_transcription(tiny: Qw
     assert words == []
     final = s.finish()
     assert final.text == tiny.transcribe(audio, language="English").text
-    assert s.stats.steps == 11  # ten half-second steps and the final one
+    assert s.stats.steps == 10  # a step a half second, 10 ms past each mark (1.0 s to 5.0 s), and the final one
 
 
 def test_border_zero_on_the_whole_audio_is_the_offline_transcription(tiny: QwenAsrModel) -> None:
@@ -259,7 +260,7 @@ def test_word_times_are_monotonic(scripted) -> None:
 
 
 def test_word_times_continue_across_trims(tiny) -> None:
-    s = session(tiny, EMIT_ALL, audio_max_seconds=4.0)
+    s = session(tiny, EMIT_ALL, stream_window_seconds=4.0, stream_keep_seconds=2.0)
     audio = noise(9.0, seed=5)
     for start in range(0, audio.shape[0], 8000):
         s.feed(audio[start : start + 8000])
@@ -461,3 +462,76 @@ def test_the_context_is_cut_before_whole_units_only(tiny) -> None:
     assert s._first_unit_heard_after(2.0, 0) == starts[2]  # the whole third unit stays, nothing split
     assert s._first_unit_heard_after(0.0, 0) == 0
     assert s._first_unit_heard_after(9.0, 0) == len(ids)
+
+
+@dataclass(frozen=True)
+class PacedPolicy(AlignmentPolicy):
+    """A speaker at ``tokens_per_second_spoken``: the k-th text token attends at (k + 1) / rate s of the utterance.
+
+    The decisions of a step are counted (the policy reads the attention once per token
+    decided), so each token's attended time is where a real model would look for it.
+    """
+
+    pace: dict = field(default_factory=dict)
+    tokens_per_second_spoken: float = 2.0
+
+    def attended_token(self, attention: torch.Tensor) -> int:
+        s = self.pace["session"]
+        if self.pace.get("step") != s.stats.steps:
+            self.pace.update(step=s.stats.steps, decided=0)
+        index = len(s._committed) + self.pace["decided"]
+        self.pace["decided"] += 1
+        heard_at = (index + 1) / self.tokens_per_second_spoken
+        return round((heard_at - s.offset_seconds) * self.tokens_per_second)
+
+
+SLIDING_SCRIPT = "door set office room to twenty degrees lock front stop music turn lights"  # no token twice
+
+
+def test_a_sliding_stream_window_loses_and_doubles_no_word(tmp_path) -> None:
+    model = QwenAsrModel.load(build_random_model(tmp_path, "tiny", script=SLIDING_SCRIPT), "cpu")
+    tokens = len(model.tokenizer(" " + SLIDING_SCRIPT, add_special_tokens=False)["input_ids"])
+    policy = PacedPolicy(border_seconds=0.5, rewind_seconds=1e9)
+    # Encoder windows are 2 s: past 4 s of buffer, whole windows are cut down to 2 s.
+    s = session(model, policy, language="English", stream_window_seconds=4.0, stream_keep_seconds=2.0)
+    policy.pace["session"] = s
+    audio = noise(tokens / policy.tokens_per_second_spoken + 1.0, seed=11)
+    streamed, offsets = "", set()
+    for start in range(0, audio.shape[0], 8000):
+        streamed += s.feed(audio[start : start + 8000])
+        offsets.add(s.offset_seconds)
+        # The answer fed back is whole words at the end of the committed text, and holds every
+        # word whose tokens attend to audio still in the buffer.
+        committed = model.decode_text(s._committed)
+        context = model.decode_text(s.context_ids)
+        assert committed.endswith(context) and (context in ("", committed) or context.startswith(" "))
+        heard = [t for t, time in zip(s._committed, s._times, strict=True) if time >= s.offset_seconds]
+        assert model.decode_text(heard).strip() in context
+        if s.context_ids:  # ... and no word whose audio is all gone
+            first = len(s._committed) - len(s.context_ids)
+            pieces = [model.decode_text([t]) for t in s._committed[first:]]
+            length = next((i for i in range(1, len(pieces)) if pieces[i].startswith(" ")), len(pieces))
+            assert max(s._times[first : first + length]) >= s.offset_seconds
+    final = s.finish()
+    assert len(offsets) >= 4  # cut three times or more
+    assert streamed and final.text  # text came while streaming, and at the end
+    assert streamed + final.text == SLIDING_SCRIPT  # deltas: nothing lost, nothing doubled
+
+
+def test_once_the_speaker_has_finished_a_step_ends_at_its_next_token_and_no_step_follows(scripted, monkeypatch) -> None:
+    pin_attention(monkeypatch, 0)  # every token may be committed at once
+    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
+    original = scripted.forward
+
+    def forward_then_stop(embeds, *args, **kwargs):
+        if embeds.shape[1] == 1:  # the first token decoded: audio-stop arrives meanwhile
+            s.stop_early()
+        return original(embeds, *args, **kwargs)
+
+    monkeypatch.setattr(scripted, "forward", forward_then_stop)
+    s.feed(noise(1.0))
+    assert s.stats.steps == 1 and len(s.context_ids) == 1  # the token decided before, and no more
+    s.feed(noise(1.0, seed=1))
+    assert s.stats.steps == 1  # the audio waits for the final pass
+    assert s.finish().text == SCRIPT_TEXT
+    assert s.stats.steps == 2

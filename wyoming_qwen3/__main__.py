@@ -78,13 +78,19 @@ def create_backend(kind: str, model: ResolvedModel, args: argparse.Namespace) ->
     heads_path = alignment_heads_path(args, model)
     heads = load_alignment_heads(heads_path)
     policy = AlignmentPolicy.for_model(heads, args.border_seconds, args.min_probability)
-    settings = SimulKvSettings(policy=policy, audio_max_seconds=args.stream_window)
+    settings = SimulKvSettings(
+        policy=policy,
+        step_seconds=args.step_seconds,
+        stream_window_seconds=args.stream_window,
+        scripted_tokens_per_second=args.scripted_tokens_per_second,
+    )
     if args.threads > 0:
         import torch
 
         torch.set_num_threads(args.threads)
     try:
-        qwen = QwenAsrModel.load(model.path, args.device, args.encoder_window, args.dtype, args.quantize)
+        window = args.encoder_window if args.encoder_window is not None else model.encoder_window_seconds
+        qwen = QwenAsrModel.load(model.path, args.device, window, args.dtype, args.quantize)
     except ValueError as err:  # an encoder window the model does not know, int8 off the CPU
         raise StartupError(str(err)) from err
     backend = SimulKvBackend(qwen, heads, settings)

@@ -1,10 +1,11 @@
 """Encoder output per completed attention window, reused while its features stand.
 
 A window's embeddings depend only on its own mel frames (the encoder attends
-within windows). Its frames can still change after it is complete: the last
-frames' STFT reaches into the next window, and Whisper's log-mel clamps every
-frame against the loudest one in the buffer. So a cached window is reused only
-while its features are bit-for-bit the ones it was encoded from.
+within windows). Each window is clamped at the loudest value heard up to its
+own end (see ``log_mel``), so a louder syllable later does not change it, and
+it counts as complete only once a frame follows it (the STFT of its last frame
+reaches past its end). A cached window is still reused only while its
+features are bit-for-bit the ones it was encoded from.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .log_mel import clamped
 from .qwen import QwenAsrModel
 
 
@@ -22,6 +24,8 @@ class EncodedAudio:
 
     embeddings: torch.Tensor
     stable_tokens: int
+    #: Cached windows encoded again because their features changed.
+    changed_windows: int = 0
 
 
 @dataclass
@@ -29,17 +33,24 @@ class AudioWindowCache:
     """Complete windows' features and embeddings, in buffer order."""
 
     enabled: bool = True
+    #: The loudest log-mel value of the audio cut from the front of the buffer.
+    loudest_cut: float = float("-inf")
     _features: list[torch.Tensor] = field(default_factory=list)
     _embeddings: list[torch.Tensor] = field(default_factory=list)
 
-    def encode(self, model: QwenAsrModel, features: torch.Tensor) -> EncodedAudio:
-        """Embeddings of ``features``, encoding only windows that are new or changed."""
+    def encode(self, model: QwenAsrModel, log_mel: torch.Tensor) -> EncodedAudio:
+        """Embeddings of the buffer's unclamped ``log_mel``, encoding only windows that are new or changed."""
         width = model.window_frames
-        complete = features.shape[1] // width
-        stable_tokens = 0
+        # A window is complete once a frame follows it: its last frame's STFT reaches 2.5 ms
+        # past its end, so a window the buffer ends on would change, and be encoded twice.
+        complete = max(0, log_mel.shape[1] - 1) // width
+        stable_tokens = changed_windows = 0
         still_stable = True
+        loudest = self.loudest_cut
         for index in range(complete):
-            window = features[:, index * width : (index + 1) * width]
+            frames = log_mel[:, index * width : (index + 1) * width]
+            loudest = max(loudest, float(frames.max()))
+            window = clamped(frames, loudest).to(model.device, model.dtype)
             if self.enabled and index < len(self._features) and torch.equal(window, self._features[index]):
                 # Unchanged: reuse. Only the leading run of these keeps its decoder KV,
                 # since every position after a changed window sees different inputs.
@@ -49,19 +60,23 @@ class AudioWindowCache:
             still_stable = False
             embedding = model.encode_window(window)
             if index < len(self._features):
-                self._features[index], self._embeddings[index] = window.clone(), embedding
+                changed_windows += self.enabled
+                self._features[index], self._embeddings[index] = window, embedding
             else:
-                self._features.append(window.clone())
+                self._features.append(window)
                 self._embeddings.append(embedding)
         del self._features[complete:], self._embeddings[complete:]
         parts = list(self._embeddings)
-        if features.shape[1] > complete * width:
-            parts.append(model.encode_window(features[:, complete * width :]))
+        if log_mel.shape[1] > complete * width:
+            tail = log_mel[:, complete * width :]
+            loudest = max(loudest, float(tail.max()))
+            parts.append(model.encode_window(clamped(tail, loudest).to(model.device, model.dtype)))
         if not self.enabled:
             self._features.clear()
             self._embeddings.clear()
-        return EncodedAudio(torch.cat(parts, dim=0), stable_tokens)
+        return EncodedAudio(torch.cat(parts, dim=0), stable_tokens, changed_windows)
 
-    def drop_front(self, windows: int) -> None:
-        """The buffer lost its first ``windows`` windows."""
+    def drop_front(self, windows: int, loudest: float) -> None:
+        """The buffer lost its first ``windows`` windows, whose loudest log-mel value was ``loudest``."""
         del self._features[:windows], self._embeddings[:windows]
+        self.loudest_cut = max(self.loudest_cut, loudest)

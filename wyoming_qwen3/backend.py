@@ -62,6 +62,14 @@ class StreamingSession(ABC):
         Audio given here goes straight into the final pass; no non-final step runs on it.
         """
 
+    def stop_early(self) -> None:
+        """The speaker has finished and ``finish`` follows: a step under way may end at its next token.
+
+        Called from another thread than the steps'. Text committed so far stays committed.
+        By default nothing: a step runs to its end.
+        """
+        return
+
 
 class Backend(ABC):
     """A loaded model that makes sessions."""

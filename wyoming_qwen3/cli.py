@@ -14,8 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .handler import HandlerConfig
 from .languages import AUTO_LANGUAGE
-from .models import DEFAULT_MODEL
+from .models import DEFAULT_MODEL, STREAMING_ENCODER_WINDOW
+from .simulkv import SimulKvSettings
+
+#: The defaults, from the one place each is set.
+STREAMING = SimulKvSettings()
+SERVING = HandlerConfig()
 
 ENV_PREFIX = "WYOMING_QWEN3_"
 _TRUE = {"1", "true", "yes", "on"}
@@ -144,29 +150,48 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         "--encoder-window",
         type=float,
         metavar="SECONDS",
-        help="simulkv: audio encoder attention window, whole seconds up to the model's own (default: the "
-        "model's, 8 s on Qwen3-ASR); shorter windows make each streaming step cheaper on CPU",
+        help="simulkv: audio encoder attention window, whole seconds up to the model's own (default: "
+        f"{STREAMING_ENCODER_WINDOW:g} s for the catalogue's Qwen3-ASR models, else the model's own); "
+        "shorter windows make each streaming step cheaper",
     )
     _add(
         parser,
         env,
         "--stream-window",
         type=float,
-        default=30.0,
+        default=STREAMING.stream_window_seconds,
         metavar="SECONDS",
         help="simulkv: audio a streaming step looks at; beyond it whole encoder windows leave the front with "
-        "the text heard in them, so a step's cost stops growing (default: 30)",
+        f"the text heard in them, so a step's cost stops growing (default: {STREAMING.stream_window_seconds:g})",
     )
     _add(
-        parser, env, "--max-audio-seconds", type=float, default=30.0, help="longest utterance transcribed (default: 30)"
+        parser,
+        env,
+        "--step-seconds",
+        type=float,
+        default=STREAMING.step_seconds,
+        metavar="SECONDS",
+        help=f"simulkv: new audio that starts a streaming step; longer steps cost less compute per second of "
+        f"audio, and partial words come later (default: {STREAMING.step_seconds:g})",
+    )
+    # Benchmarks only (script/benchmark latency --shape 0.6b): random weights decode on a schedule.
+    parser.add_argument("--scripted-tokens-per-second", type=float, help=argparse.SUPPRESS)
+    _add(
+        parser,
+        env,
+        "--max-audio-seconds",
+        type=float,
+        default=SERVING.max_audio_seconds,
+        help="longest utterance transcribed; a stream's cost per second is bounded (--stream-window) "
+        f"(default: {SERVING.max_audio_seconds:g})",
     )
     _add(
         parser,
         env,
         "--audio-timeout",
         type=float,
-        default=10.0,
-        help="seconds without audio after which a stream is finished (default: 10)",
+        default=SERVING.audio_timeout_seconds,
+        help=f"seconds without audio after which a stream is finished (default: {SERVING.audio_timeout_seconds:g})",
     )
     _add(
         parser,
@@ -211,6 +236,7 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
     for value, flag in (
         (args.max_audio_seconds, "--max-audio-seconds"),
         (args.stream_window, "--stream-window"),
+        (args.step_seconds, "--step-seconds"),
         (args.audio_timeout, "--audio-timeout"),
         (args.idle_timeout, "--idle-timeout"),
         (args.event_timeout, "--event-timeout"),

@@ -52,8 +52,9 @@ class HandlerConfig:
     default_language: str | None = None
     #: Context for every utterance, before the client's names and terms.
     context: str = ""
-    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
-    max_audio_seconds: float = 30.0
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap. A stream's
+    #: cost per second is bounded (simulkv's stream window), so the cap is for runaway streams.
+    max_audio_seconds: float = 60.0
     #: A stream with no audio for this long is finished as if audio-stop came.
     audio_timeout_seconds: float = 10.0
     #: A connection with no event for this long, and no stream in flight, is closed.
@@ -359,6 +360,7 @@ class Qwen3EventHandler(AsyncEventHandler):
         if stream.finishing:
             return
         stream.finishing = True
+        stream.session.stop_early()  # a step under way ends at its next token
         if stream.watchdog is not None and stream.watchdog is not asyncio.current_task():
             stream.watchdog.cancel()
         if stream.step_task is not None:

@@ -15,6 +15,11 @@ from pathlib import Path
 _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "Qwen/Qwen3-ASR-0.6B"
+#: The real models stream with 2 s encoder windows rather than their own 8 s: Qwen3-ASR's encoder
+#: was trained with dynamic windows for streaming (technical report, arXiv 2601.21337), and a step
+#: then encodes and prefills at most 2 s of open window instead of 8 (README, "Compute").
+#: The demo model keeps its own: it was trained on whole commands.
+STREAMING_ENCODER_WINDOW = 2.0
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,8 @@ class CatalogueModel:
     heads_file: str | None = None
     #: The backends that can load its files.
     backends: tuple[str, ...] = ("simulkv", "mlx")
+    #: simulkv's encoder attention window when ``--encoder-window`` is not given (None: the model's own).
+    encoder_window_seconds: float | None = None
 
 
 CATALOGUE: dict[str, CatalogueModel] = {
@@ -40,12 +47,14 @@ CATALOGUE: dict[str, CatalogueModel] = {
             description="Qwen3-ASR 0.6B: fast, 30 languages",
             url="https://huggingface.co/Qwen/Qwen3-ASR-0.6B",
             heads_file="Qwen3-ASR-0.6B.json",
+            encoder_window_seconds=STREAMING_ENCODER_WINDOW,
         ),
         CatalogueModel(
             name="Qwen/Qwen3-ASR-1.7B",
             description="Qwen3-ASR 1.7B: most accurate, 30 languages",
             url="https://huggingface.co/Qwen/Qwen3-ASR-1.7B",
             heads_file="Qwen3-ASR-1.7B.json",
+            encoder_window_seconds=STREAMING_ENCODER_WINDOW,
         ),
         # Quantized by mlx-qwen3-asr's own converter (4-bit decoder, 8-bit encoder, group 64): MLX
         # weights, for the mlx backend only. Its README measures 4-bit 0.6B at 4.7x the speed of
@@ -87,10 +96,18 @@ class ResolvedModel:
     url: str
     #: The catalogue's measured alignment heads for this model, if any.
     heads_file: Path | None = None
+    #: The catalogue's streaming encoder window for this model (None: the model's own).
+    encoder_window_seconds: float | None = None
 
 
 def _heads_file(entry: CatalogueModel) -> Path | None:
     return Path(__file__).parent / "heads" / entry.heads_file if entry.heads_file else None
+
+
+def _resolved(entry: CatalogueModel, folder: Path) -> ResolvedModel:
+    return ResolvedModel(
+        entry.name, folder, entry.description, entry.url, _heads_file(entry), entry.encoder_window_seconds
+    )
 
 
 def _local_folder_name(name: str) -> str:
@@ -143,13 +160,13 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
             raise ModelNotFoundError(
                 f"The {entry.name} model is not in this installation: script/make-demo-model makes it"
             )
-        return ResolvedModel(entry.name, folder, entry.description, entry.url)
+        return _resolved(entry, folder)
 
     for data_dir in [*data_dirs, download_dir]:
         candidate = data_dir / _local_folder_name(entry.name)
         if (candidate / "config.json").is_file():
             _LOGGER.debug("Found %s in %s", entry.name, candidate)
-            return ResolvedModel(entry.name, candidate, entry.description, entry.url, _heads_file(entry))
+            return _resolved(entry, candidate)
 
     target = download_dir / _local_folder_name(entry.name)
     _LOGGER.info("Downloading %s to %s", entry.name, target)
@@ -163,4 +180,4 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
             "Check the network, or pass --model with a local folder."
         ) from err
     _check_model_folder(target)
-    return ResolvedModel(entry.name, target, entry.description, entry.url, _heads_file(entry))
+    return _resolved(entry, target)

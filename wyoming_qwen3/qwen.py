@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .log_mel import unclamped_log_mel
+
 _LOGGER = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16000
@@ -234,6 +236,12 @@ class QwenAsrModel:
         )
         frames = int(features["attention_mask"].sum())
         return features["input_features"][0, :, :frames].to(self.device, self.dtype)
+
+    def log_mel(self, audio: np.ndarray) -> torch.Tensor:
+        """Unclamped log10 mel power [mel_bins, frames] of 16 kHz mono float32 audio (see log_mel)."""
+        if audio.shape[0] < _MIN_SAMPLES:
+            audio = np.pad(audio, (0, _MIN_SAMPLES - audio.shape[0]))
+        return unclamped_log_mel(self.processor.feature_extractor, audio)
 
     def encode_window(self, features: torch.Tensor) -> torch.Tensor:
         """Encoder output [tokens, hidden] of at most one attention window of features.

@@ -11,7 +11,8 @@ Two shapes are offered:
   encoder windows are 2 s (``n_window_infer=200``) so that window boundaries are
   crossed by short test utterances.
 - ``0.6b``: the layer counts and widths of Qwen/Qwen3-ASR-0.6B (random weights,
-  small vocabulary), for benchmarks whose compute must match the real model.
+  a small tokenizer, the real vocabulary size), for benchmarks whose compute
+  must match the real model.
 
 With ``--script TEXT`` the decoder is rewired so that greedy decoding writes
 ``language English<asr_text>TEXT`` whatever the audio: a model whose every
@@ -90,6 +91,9 @@ class ModelShape:
     head_dim: int
     mrope_section: tuple[int, int, int]
     vocab_size: int
+    #: Rows of the embedding and the output projection, when not the tokenizer's size: the real
+    #: checkpoint's vocabulary, so that decoding reads and computes what the real model's does.
+    model_vocab_size: int | None = None
 
 
 SHAPES: dict[str, ModelShape] = {
@@ -112,7 +116,7 @@ SHAPES: dict[str, ModelShape] = {
         mrope_section=(2, 3, 3),
         vocab_size=400,
     ),
-    # Qwen/Qwen3-ASR-0.6B's published config.json, with a small vocabulary.
+    # Qwen/Qwen3-ASR-0.6B's published config.json; the tokenizer is small, the model's vocabulary real.
     "0.6b": ModelShape(
         audio_layers=18,
         audio_heads=14,
@@ -129,6 +133,7 @@ SHAPES: dict[str, ModelShape] = {
         head_dim=128,
         mrope_section=(24, 20, 20),
         vocab_size=2000,
+        model_vocab_size=151936,
     ),
 }
 
@@ -267,7 +272,7 @@ def create_model(shape: ModelShape, tokenizer: Any) -> Any:
                 "downsample_hidden_size": shape.audio_downsample,
             },
             "text_config": {
-                "vocab_size": len(tokenizer),
+                "vocab_size": shape.model_vocab_size or len(tokenizer),
                 "hidden_size": shape.text_hidden,
                 "intermediate_size": shape.text_intermediate,
                 "num_hidden_layers": shape.text_layers,

@@ -36,17 +36,25 @@ class SimulKvSettings:
     """How sessions stream; the defaults are the server's."""
 
     policy: AlignmentPolicy = AlignmentPolicy()
-    #: A step runs once this much new audio has arrived.
+    #: Steps run 10 ms past each multiple of this much audio (a slower machine takes
+    #: longer steps: one runs on all the audio that came during the one before).
     step_seconds: float = 0.5
-    #: Longest buffer; beyond it whole encoder windows are cut from the front.
-    audio_max_seconds: float = 30.0
+    #: Longest buffer; beyond it whole encoder windows are cut from the front, down to
+    #: ``stream_keep_seconds``. A cut moves every audio position, so the rest is prefilled
+    #: again: cutting much at once, rarely, keeps that cost small per audio second. With 2 s
+    #: encoder windows, 6 s cut to 2 s made a 30 s stream cost what a 10 s one does per
+    #: second (99 and 101 GFLOPs, 0.6B shape; a Home Assistant command is rarely cut at all).
+    stream_window_seconds: float = 6.0
+    stream_keep_seconds: float = 2.0
     #: Reuse the KV and encoder caches (off only for the benchmark's baseline).
     reuse: bool = True
     #: A detected language is committed once the buffer holds this much audio (the
     #: preamble ``language X<asr_text>`` is exempt from the border, so it would be on 0.5 s).
     language_seconds: float = 2.0
-    #: Benchmark only: decode exactly this many tokens each step, ignoring the policy.
-    fixed_tokens_per_step: int | None = None
+    #: Benchmarks only: decode as if the speech were this many tokens a second, ignoring the
+    #: policy and end of sequence: a step writes the tokens of the audio before the border,
+    #: the final pass the rest. Random weights then do the real model's work.
+    scripted_tokens_per_second: float | None = None
 
 
 @dataclass
@@ -56,6 +64,8 @@ class SessionStats:
     steps: int = 0
     #: Tokens (prompt prefix and audio) whose KV the last step kept.
     last_reused_tokens: int = 0
+    #: Complete encoder windows the last step encoded again because their features changed.
+    last_changed_windows: int = 0
     #: Prefilled so far: audio tokens, and text (the prompt around the audio, the answer fed back).
     audio_tokens_prefilled: int = 0
     text_tokens_prefilled: int = 0
@@ -112,6 +122,8 @@ class SimulKvSession(StreamingSession):
         self._suffix_embeds = model.embed_tokens(prompt.suffix)
         self._buffer = np.zeros(0, dtype=np.float32)
         self._unheard = 0
+        #: Samples of the utterance after which the next step runs (see _step_due).
+        self._next_step_at = self._step_mark(0)
         #: Seconds of audio cut from the front of the buffer.
         self.offset_seconds = 0.0
         self._audio_cache = AudioWindowCache(enabled=settings.reuse)
@@ -127,6 +139,8 @@ class SimulKvSession(StreamingSession):
         #: Audio time (s) the last committed text token looked at; None at first and after a
         #: rewind, as in the SimulStreaming reference (a stale one made every step rewind).
         self._last_text_time: float | None = None
+        #: Set from the event loop's thread once the speaker has finished (see stop_early).
+        self._finishing = False
         self.stats = SessionStats()
 
     @property
@@ -164,20 +178,47 @@ class SimulKvSession(StreamingSession):
         self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
         self._unheard += audio.shape[0]
 
+    def stop_early(self) -> None:
+        self._finishing = True
+
     def feed(self, audio: np.ndarray) -> str:
         self._append(audio)
-        if self._unheard < self._settings.step_seconds * SAMPLE_RATE:
-            return ""
+        if self._finishing or not self._step_due():
+            return ""  # finishing: the final pass hears this audio, with no step before it
         self._trim_if_needed()
         self._step(final=False)
         return self._sent.advance(self._text(final=False), final=False)
+
+    def _heard_samples(self) -> int:
+        return round(self.offset_seconds * SAMPLE_RATE) + self._buffer.shape[0]
+
+    def _step_mark(self, heard: int) -> int:
+        """Where the first step after ``heard`` samples runs: one frame past the next multiple of the step.
+
+        A window is complete once a frame follows it (audio_cache), so a step that ended
+        exactly on a window's end would encode and prefill that window twice: 10 ms later,
+        with steps a multiple or a divisor of the window, each window is encoded once, as it
+        completes (at 2 s steps and windows the encoder's FLOPs fell from 16.1 to 9.2 per audio
+        second, the offline pass's 8.9).
+        """
+        step = max(1, round(self._settings.step_seconds * SAMPLE_RATE))
+        return (max(0, heard - SAMPLES_PER_FRAME) // step + 1) * step + SAMPLES_PER_FRAME
+
+    def _step_due(self) -> bool:
+        heard = self._heard_samples()
+        if heard < self._next_step_at:
+            return False
+        self._next_step_at = self._step_mark(heard)
+        return True
 
     def finish(self, audio: np.ndarray | None = None) -> FinalText:
         if audio is not None:
             self._append(audio)
             self._trim_if_needed()
         if self._buffer.shape[0] > 0:
-            self._forget_unsent_text()
+            if self._settings.scripted_tokens_per_second is None:
+                # (Random weights write no words, so the benchmarks' script would forget all.)
+                self._forget_unsent_text()
             self._step(final=True)
         return FinalText(text=self._sent.advance(self._text(final=True), final=True), language=self.language)
 
@@ -199,7 +240,7 @@ class SimulKvSession(StreamingSession):
         (audio tail, prompt suffix, committed text) is prefilled onto it.
         """
         model = self._model
-        encoded = self._audio_cache.encode(model, model.features(self._buffer))
+        encoded = self._audio_cache.encode(model, model.log_mel(self._buffer))
         audio = encoded.embeddings.to(model.dtype)
         self._crop(encoded.stable_tokens)
         start = self._prefix_len + self._cached_audio_tokens
@@ -213,6 +254,7 @@ class SimulKvSession(StreamingSession):
         recorder = AttentionRecorder(self._heads_by_layer)
         prefill = torch.cat(parts, dim=1)
         self.stats.last_reused_tokens = start
+        self.stats.last_changed_windows = encoded.changed_windows
         new_audio_tokens = audio.shape[0] - self._cached_audio_tokens
         self.stats.audio_tokens_prefilled += new_audio_tokens
         self.stats.text_tokens_prefilled += prefill.shape[1] - new_audio_tokens
@@ -235,17 +277,22 @@ class SimulKvSession(StreamingSession):
         in_preamble = not self._options.language and ids.asr_text not in self._committed
         new_tokens: list[int] = []
         new_times: list[float] = []
-        fixed = self._settings.fixed_tokens_per_step
-        limit = budget if fixed is None else fixed
-        if not final and fixed is None:
+        scripted = self._settings.scripted_tokens_per_second
+        if scripted is not None:
+            limit = self._scripted_tokens(scripted, final)
+        elif final:
+            limit = budget
+        else:
             # A non-final step writes what the new audio can hold, so a runaway step costs little.
-            limit = min(limit, step_token_cap(new_seconds, in_preamble))
+            limit = min(budget, step_token_cap(new_seconds, in_preamble))
         for index in range(limit):
+            if self._finishing and not final:
+                break  # the speaker has finished: the final pass is what they wait for
             token = int(logits.argmax())
             attended = self._policy.attended_token(recorder.audio_attention(*audio_span))
             # The language preamble and special tokens do not track the audio: no policy applies.
             is_text = not in_preamble and token not in ids.special
-            if fixed is None:
+            if scripted is None:
                 if token in ids.eos:
                     break
                 if not final and in_preamble and self._buffer.shape[0] < self._settings.language_seconds * SAMPLE_RATE:
@@ -269,7 +316,7 @@ class SimulKvSession(StreamingSession):
             recorder = AttentionRecorder(self._heads_by_layer)
             logits = model.forward(model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder)
             position += 1
-        if fixed is None:
+        if scripted is None:
             new_tokens, new_times = self._without_loop(new_tokens, new_times, final)
             if final and len(new_tokens) == limit:
                 _LOGGER.warning("The final pass used its whole budget of %d tokens; the transcript may be cut", limit)
@@ -317,6 +364,13 @@ class SimulKvSession(StreamingSession):
             del self._committed[keep:], self._times[keep:]
             del self._context[max(preamble, len(self._context) - dropped) :]
 
+    def _scripted_tokens(self, tokens_per_second: float, final: bool) -> int:
+        """Tokens the benchmarks' schedule writes now: those of the audio before the border, or all."""
+        heard = self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE
+        if not final:
+            heard = max(0.0, heard - self._policy.border_seconds)
+        return max(0, int(tokens_per_second * heard) - len(self._committed))
+
     def _token_budget(self) -> int:
         total = self._model.max_new_tokens(self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE)
         return max(0, total - len(self._committed))
@@ -327,18 +381,18 @@ class SimulKvSession(StreamingSession):
         return round((self._last_text_time - self.offset_seconds) * self._policy.tokens_per_second)
 
     def _trim_if_needed(self) -> None:
-        """Cut whole encoder windows from the front once the buffer is too long."""
+        """Once the buffer is longer than the stream window, cut whole encoder windows from its front."""
+        settings = self._settings
+        if self._buffer.shape[0] <= settings.stream_window_seconds * SAMPLE_RATE:
+            return
         window_samples = self._model.window_frames * SAMPLES_PER_FRAME
-        excess = self._buffer.shape[0] - int(self._settings.audio_max_seconds * SAMPLE_RATE)
-        if excess <= 0:
+        windows = int(self._buffer.shape[0] - settings.stream_keep_seconds * SAMPLE_RATE) // window_samples
+        if windows <= 0:
             return
-        windows = -(-excess // window_samples)
-        windows = min(windows, self._buffer.shape[0] // window_samples)
-        if windows == 0:
-            return
+        cut_frames = windows * self._model.window_frames
+        self._audio_cache.drop_front(windows, float(self._model.log_mel(self._buffer)[:, :cut_frames].max()))
         self._buffer = self._buffer[windows * window_samples :]
         self.offset_seconds += windows * window_samples / SAMPLE_RATE
-        self._audio_cache.drop_front(windows)
         # Every audio position moved: only the prompt prefix keeps its KV.
         self._cached_audio_tokens = 0
         self._cache.crop(self._prefix_len)
