@@ -2,9 +2,11 @@
 
 A random-weight model of Qwen3-ASR-0.6B's real shape (built in memory; the
 compute is the real model's, the words are not) transcribes espeak-ng speech
-of 5, 10, 20 and 30 s fed in 0.5 s chunks. Every step decodes a fixed number
-of tokens (the policy and end-of-sequence are ignored) so that all runs do the
-same decoding work and differ only in what they prefill:
+of 5, 10, 20 and 30 s fed in 10 ms chunks, a step every ``--chunk`` seconds. Decoding follows a
+script (``SimulKvSettings.scripted_tokens_per_second``, 4 tokens per second of
+speech: a step writes the tokens of the audio before the border, the final
+pass the rest; the policy and end of sequence are ignored), so that all runs do
+the same decoding work and differ only in what they prefill:
 
 - ``simulkv``: the backend as served, reusing the KV cache and encoder windows;
 - ``reprefill``: the same steps, recomputing the encoder and the whole prompt each step;
@@ -13,17 +15,19 @@ same decoding work and differ only in what they prefill:
 Each run is split into encoder, prefill and single-token decoding time, and
 the prefilled tokens into audio and text (the prompt around the audio and the
 answer fed back). Text placed after the audio must be prefilled again whenever
-the audio before it changes, so ``text floor`` (those text tokens at the run's
-own prefill cost per token, plus its decoding) is what any exact reuse costs.
+the audio before it changes: that is what any exact reuse costs.
 
 Every run also counts its FLOPs exactly (torch's FlopCounterMode): GFLOPs per
 second of audio by phase (encoder, audio prefill, text prefill, decoding), per
 step (first quarter -> last quarter of the steps), and the steps whose prefill
-recomputed all the audio (a full re-prefill).
+recomputed all the audio (a full re-prefill), by cause: no encoder window was
+complete at the step before (nothing to reuse), a cut of the stream window
+(every audio position moved), or a complete window whose features changed.
 
-Usage: script/benchmark compute [--seconds 5 10 20 30] [--chunk 0.5] [--tokens-per-step N] [--window S ...]
-                                [--json FILE]
-       script/benchmark compute --int8 [--seconds 10] [--chunk 0.5]   (float32 against int8 step times)
+Usage: script/benchmark compute [--seconds 5 10 20 30] [--chunk S] [--window S ...] [--stream-window S]
+                                [--tokens-per-second N] [--variants simulkv reprefill offline] [--json FILE]
+       script/benchmark compute --int8 [--seconds 10] [--chunk S]   (float32 against int8 step times)
+The defaults are the server's for Qwen3-ASR-0.6B (step, encoder window, stream window).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import tempfile
 import time
 import wave
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +50,16 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from wyoming_qwen3.alignment import AlignmentPolicy
 from wyoming_qwen3.backend import SessionOptions
+from wyoming_qwen3.models import CATALOGUE, DEFAULT_MODEL
 from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel, quantize_int8
 from wyoming_qwen3.random_model import create_random_model
 from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings
+
+#: The server's streaming settings.
+DEFAULTS = SimulKvSettings()
+#: Audio arrives as Home Assistant sends it: 10 ms chunks.
+CHUNK_SAMPLES = SAMPLE_RATE // 100
 
 TEXT = (
     "turn on the kitchen lights and set the living room to twenty one degrees, then close the blinds in "
@@ -118,8 +127,8 @@ class Run:
     #: Exact FLOPs by phase; prefill split into audio and text in proportion to the tokens of each step.
     phase_flops: dict[str, float] = field(default_factory=dict)
     step_flops: list[float] = field(default_factory=list)
-    #: Steps whose prefill recomputed every audio token (nothing of the audio reused).
-    full_prefills: int = 0
+    #: Steps whose prefill recomputed every audio token (nothing of the audio reused), by cause.
+    full_prefills: dict[str, int] = field(default_factory=dict)
 
     @property
     def gflops_per_audio_second(self) -> float:
@@ -134,13 +143,6 @@ class Run:
     def late_step_gflops(self) -> float:
         quarter = max(1, len(self.step_flops) // 4)
         return statistics.median(self.step_flops[-quarter:]) / 1e9
-
-    @property
-    def text_floor_s(self) -> float:
-        """Prefilling the text again at every step, at this run's cost per token, and decoding."""
-        prefilled = self.audio_tokens_prefilled + self.text_tokens_prefilled
-        per_token = self.phase_s.get("prefill", 0.0) / max(1, prefilled)
-        return self.text_tokens_prefilled * per_token + self.phase_s.get("decode", 0.0)
 
     @property
     def early_step_s(self) -> float:
@@ -161,16 +163,18 @@ class Meter:
     session: SimulKvSession
     flops: Counter[str] = field(default_factory=Counter)
     steps: list[float] = field(default_factory=list)
-    full_prefills: int = 0
+    full_prefills: Counter[str] = field(default_factory=Counter)
     _seen: Counter[str] = field(default_factory=Counter)
+    _offset: float = 0.0
     _audio: int = 0
     _text: int = 0
     _steps_done: int = 0
 
-    def after_call(self) -> None:
+    def after_call(self) -> bool:
+        """Account for a feed or finish; whether it ran a step."""
         stats = self.session.stats
         if stats.steps == self._steps_done:
-            return  # the call only buffered audio
+            return False  # the call only buffered audio
         self._steps_done = stats.steps
         now = Counter(self.model.flops)
         delta = {phase: now[phase] - self._seen[phase] for phase in ("encoder", "prefill", "decode")}
@@ -183,37 +187,42 @@ class Meter:
         self.flops["text prefill"] += delta["prefill"] * (1 - audio_share)
         self.flops["decode"] += delta["decode"]
         self.steps.append(sum(delta.values()))
-        if stats.last_reused_tokens <= self.session.prefix_tokens and self._steps_done > 1:
-            self.full_prefills += 1
+        if stats.last_reused_tokens <= self.session.prefix_tokens:
+            self.full_prefills[self._full_prefill_cause()] += 1
+        self._offset = self.session.offset_seconds
+        return True
+
+    def _full_prefill_cause(self) -> str:
+        if self.session.offset_seconds != self._offset:
+            return "stream window cut"
+        if self.session.stats.last_changed_windows:
+            return "window changed"
+        return "no window complete before"
 
 
-def stream(model: TimedModel, audio: np.ndarray, reuse: bool, tokens_per_step: int, chunk: float) -> Run:
+def stream(model: TimedModel, audio: np.ndarray, settings: SimulKvSettings) -> Run:
     model.seconds.clear()
     model.flops.clear()
-    settings = SimulKvSettings(
-        policy=AlignmentPolicy(), step_seconds=chunk, reuse=reuse, fixed_tokens_per_step=tokens_per_step
-    )
     session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
     meter = Meter(model, session)
-    step = int(chunk * SAMPLE_RATE)
     times = []
-    for start in range(0, audio.shape[0], step):
+    for start in range(0, audio.shape[0], CHUNK_SAMPLES):
         began = time.perf_counter()
-        session.feed(audio[start : start + step])
-        times.append(time.perf_counter() - began)
-        meter.after_call()
+        session.feed(audio[start : start + CHUNK_SAMPLES])
+        if meter.after_call():
+            times.append(time.perf_counter() - began)
     began = time.perf_counter()
     session.finish()
     times.append(time.perf_counter() - began)
     meter.after_call()
-    return finished_run("simulkv" if reuse else "reprefill", model, session, audio, times, meter)
+    return finished_run("simulkv" if settings.reuse else "reprefill", model, session, audio, times, meter)
 
 
-def offline(model: TimedModel, audio: np.ndarray, tokens: int) -> Run:
-    # A step longer than the audio: feed() only buffers, and finish() is the one pass.
+def offline(model: TimedModel, audio: np.ndarray, settings: SimulKvSettings) -> Run:
+    # A step and a stream window longer than the audio: feed() only buffers, and finish() is the one pass.
     model.seconds.clear()
     model.flops.clear()
-    settings = SimulKvSettings(policy=AlignmentPolicy(), step_seconds=1e9, fixed_tokens_per_step=tokens)
+    settings = replace(settings, step_seconds=1e9, stream_window_seconds=1e9)
     session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
     meter = Meter(model, session)
     began = time.perf_counter()
@@ -240,7 +249,7 @@ def finished_run(
         dict(model.seconds),
         dict(meter.flops),
         meter.steps,
-        meter.full_prefills,
+        dict(meter.full_prefills),
     )
 
 
@@ -252,7 +261,20 @@ def phases(run: Run) -> str:
         f"({run.audio_tokens_prefilled} audio + {run.text_tokens_prefilled} text tokens), "
         f"decode {seconds.get('decode', 0):5.1f} s; GFLOPs per audio second: "
         + ", ".join(f"{phase} {value:.1f}" for phase, value in per_second.items())
-        + f"; full re-prefills {run.full_prefills}"
+        + "; full re-prefills: "
+        + (", ".join(f"{count} {cause}" for cause, count in run.full_prefills.items()) or "none")
+    )
+
+
+def settings_of(args: argparse.Namespace, reuse: bool = True) -> SimulKvSettings:
+    """The server's streaming settings with this run's step, stream window and decoding script."""
+    return replace(
+        DEFAULTS,
+        step_seconds=args.chunk,
+        stream_window_seconds=args.stream_window,
+        stream_keep_seconds=args.stream_keep,
+        reuse=reuse,
+        scripted_tokens_per_second=args.tokens_per_second,
     )
 
 
@@ -262,19 +284,21 @@ def compare_int8(model: Any, processor: Any, args: argparse.Namespace) -> None:
     quantize_int8(quantized)
     window = args.window[0]
     variants = {"float32": TimedModel(model, processor, window), "int8": TimedModel(quantized, processor, window)}
+    settings = settings_of(args)
     print(
-        f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk} s steps, "
-        f"{args.tokens_per_step} tokens/step; float32 and int8 alternating, median step time",
+        f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk:g} s steps, "
+        f"{args.tokens_per_second:g} tokens per audio second, encoder window "
+        f"{variants['int8'].window_seconds:g} s; float32 and int8 alternating, median step time",
         flush=True,
     )
     for qwen in variants.values():
-        stream(qwen, speech(2.0), True, args.tokens_per_step, args.chunk)  # warm-up
+        stream(qwen, speech(2.0), settings)  # warm-up
     for seconds in args.seconds:
         audio = speech(seconds)
         medians: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(2):
             for name, qwen in variants.items():
-                run = stream(qwen, audio, True, args.tokens_per_step, args.chunk)
+                run = stream(qwen, audio, settings)
                 medians[name].append(statistics.median(run.step_times_s))
         fp32, int8 = min(medians["float32"]), min(medians["int8"])
         print(f"{seconds:4.0f} s: step {fp32:.3f} s float32, {int8:.3f} s int8: int8 {fp32 / int8:.2f}x faster")
@@ -283,17 +307,39 @@ def compare_int8(model: Any, processor: Any, args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, nargs="+", default=[5, 10, 20, 30])
-    parser.add_argument("--chunk", type=float, default=0.5, help="seconds of audio per step (default: 0.5)")
     parser.add_argument(
-        "--tokens-per-step", type=int, help="tokens each step decodes (default: 4 per second of step, as speech)"
+        "--chunk",
+        type=float,
+        default=DEFAULTS.step_seconds,
+        help=f"seconds of audio per step (default: the server's, {DEFAULTS.step_seconds:g})",
     )
+    parser.add_argument(
+        "--stream-window",
+        type=float,
+        default=DEFAULTS.stream_window_seconds,
+        help=f"seconds of audio a step looks at (default: the server's, {DEFAULTS.stream_window_seconds:g})",
+    )
+    parser.add_argument(
+        "--stream-keep",
+        type=float,
+        default=DEFAULTS.stream_keep_seconds,
+        help=f"seconds a cut of the stream window keeps (default: the server's, {DEFAULTS.stream_keep_seconds:g})",
+    )
+    parser.add_argument("--tokens-per-second", type=float, default=4.0, help="tokens per second of speech (default: 4)")
     parser.add_argument("--shape", default="0.6b", help="random model shape (default: 0.6b)")
     parser.add_argument(
         "--window",
         type=float,
         nargs="+",
-        default=[None],
-        help="encoder windows (s) to run, each a table (default: the model's own, 8 s)",
+        default=[CATALOGUE[DEFAULT_MODEL].encoder_window_seconds],
+        help="encoder windows (s) to run, each a table (default: the server's for Qwen3-ASR-0.6B)",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=("simulkv", "reprefill", "offline"),
+        default=["simulkv", "reprefill", "offline"],
+        help="runs to make (default: all three)",
     )
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument(
@@ -303,8 +349,6 @@ def main() -> None:
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
-    if args.tokens_per_step is None:
-        args.tokens_per_step = max(1, round(4 * args.chunk))
     model, processor = create_random_model(args.shape)
     if args.int8:
         compare_int8(model.eval(), processor, args)
@@ -313,35 +357,31 @@ def main() -> None:
     for window in args.window:
         qwen = TimedModel(model.eval(), processor, window)
         print(
-            f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk} s chunks, "
-            f"{args.tokens_per_step} tokens/step, encoder window {qwen.window_seconds:g} s",
+            f"# {args.shape} random weights, CPU, {args.threads} threads, {args.chunk:g} s steps, "
+            f"{args.tokens_per_second:g} tokens per audio second, encoder window {qwen.window_seconds:g} s, "
+            f"stream window {args.stream_window:g} s cut to {args.stream_keep:g} s",
             flush=True,
         )
-        stream(qwen, speech(2.0), True, args.tokens_per_step, args.chunk)  # warm-up
-        header = (
-            f"{'audio s':>7} {'steps':>5} {'simulkv s':>9} {'reprefill s':>11} {'offline s':>9} "
-            f"{'simulkv/offline':>15} {'reprefill/offline':>17} {'text floor/offline':>18} "
-            f"{'simulkv step early->late s':>27} | GFLOPs/audio s: {'simulkv':>7} {'reprefill':>9} {'offline':>7} "
-            f"| {'simulkv GFLOPs/step early->late':>31}"
+        stream(qwen, speech(2.0), settings_of(args))  # warm-up
+        print(
+            f"{'audio s':>7} {'variant':>9} {'steps':>5} {'time s':>7} {'step s early->late':>18} "
+            f"{'GFLOPs/audio s':>14} {'GFLOPs/step early->late':>23}",
+            flush=True,
         )
-        print(header, flush=True)
         for seconds in args.seconds:
             audio = speech(seconds)
-            fast = stream(qwen, audio, True, args.tokens_per_step, args.chunk)
-            slow = stream(qwen, audio, False, args.tokens_per_step, args.chunk)
-            single = offline(qwen, audio, fast.tokens)
-            runs += [fast, slow, single]
-            print(
-                f"{seconds:7.0f} {fast.steps:5d} {fast.total_s:9.2f} {slow.total_s:11.2f} {single.total_s:9.2f} "
-                f"{fast.total_s / single.total_s:15.2f} {slow.total_s / single.total_s:17.2f} "
-                f"{fast.text_floor_s / single.total_s:18.2f} "
-                f"{fast.early_step_s:13.3f} -> {fast.late_step_s:.3f} "
-                f"| {'':>15} {fast.gflops_per_audio_second:7.1f} {slow.gflops_per_audio_second:9.1f} "
-                f"{single.gflops_per_audio_second:7.1f} "
-                f"| {fast.early_step_gflops:19.1f} -> {fast.late_step_gflops:.1f}",
-                flush=True,
-            )
-            for run in (fast, slow, single):
+            for variant in args.variants:
+                if variant == "offline":
+                    run = offline(qwen, audio, settings_of(args))
+                else:
+                    run = stream(qwen, audio, settings_of(args, reuse=variant == "simulkv"))
+                runs.append(run)
+                print(
+                    f"{seconds:7.0f} {variant:>9} {run.steps:5d} {run.total_s:7.1f} "
+                    f"{run.early_step_s:8.2f} -> {run.late_step_s:5.2f} {run.gflops_per_audio_second:14.1f} "
+                    f"{run.early_step_gflops:13.1f} -> {run.late_step_gflops:6.1f}",
+                    flush=True,
+                )
                 print("        " + phases(run), flush=True)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n", encoding="utf-8")

@@ -11,6 +11,8 @@ transcripts.
 
 Usage: script/benchmark latency [--model demo] [--speed 1.0] [--border-seconds S] [--min-probability P] [--out DIR]
 (writes DIR/latency.json and DIR/latency.png; default DIR: local/benchmark)
+       script/benchmark latency --shape 0.6b ...   (the real model's compute, streaming against batch:
+                                                    see benchmarks/latency_shape.py)
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from training.corpus import speak
 from training.demo_model import wer
 from wyoming_qwen3.models import resolve_model
 
-from .server import add_policy_arguments, policy_flags, start_server
+from .server import add_server_arguments, server_flags, start_server
 from .stream import Reply, pcm16, stream
 
 
@@ -164,19 +166,24 @@ def plot(rows: list[Row], path: Path) -> str:
 
 
 def main() -> None:
+    if "--shape" in sys.argv:  # the real model's compute: a mode of its own
+        from .latency_shape import main as shape_main
+
+        shape_main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="demo")
     parser.add_argument("--speed", type=float, default=1.0, help="x real time (default: 1.0, as HA sends)")
     parser.add_argument("--limit", type=int, default=40, help="utterances (default: 40)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
-    add_policy_arguments(parser)
+    add_server_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("local/benchmark"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
     model = resolve_model(args.model, [], Path("."))
     utterances = corpus(model.path, args.limit)
-    server = start_server(Path(args.model), args.out / "server.log", *policy_flags(args))
+    server = start_server(Path(args.model), args.out / "server.log", *server_flags(args))
     port = server.port
     try:
         asyncio.run(stream("127.0.0.1", port, utterances[0].audio, speed=10.0))  # warm-up

@@ -46,16 +46,26 @@ class ServerProcess:
         return self.process.returncode
 
 
-def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags that override the AlignAtt thresholds of the model's heads file."""
-    parser.add_argument("--border-seconds", type=float, help="override the model's AlignAtt border")
-    parser.add_argument("--min-probability", type=float, help="override the model's least token probability")
+#: Server options a benchmark passes on: the AlignAtt thresholds and the streaming settings.
+SERVER_OPTIONS = {
+    "border_seconds": "override the model's AlignAtt border",
+    "min_probability": "override the model's least token probability",
+    "step_seconds": "override the server's step",
+    "encoder_window": "override the server's encoder window",
+    "stream_window": "override the server's stream window",
+}
 
 
-def policy_flags(args: argparse.Namespace) -> list[str]:
-    """The server's flags for what add_policy_arguments parsed."""
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags that override the server's policy and streaming defaults."""
+    for name, meaning in SERVER_OPTIONS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=float, help=meaning)
+
+
+def server_flags(args: argparse.Namespace) -> list[str]:
+    """The server's flags for what add_server_arguments parsed."""
     flags: list[str] = []
-    for name in ("border_seconds", "min_probability"):
+    for name in SERVER_OPTIONS:
         value = getattr(args, name)
         if value is not None:
             flags += ["--" + name.replace("_", "-"), str(value)]

@@ -7,6 +7,7 @@ server in 10 ms chunks as Home Assistant sends them.
 
 Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--quantize int8] [--json FILE]
                             [--border-seconds S] [--min-probability P] [--tuning-seed N]
+                            [--step-seconds S] [--encoder-window S] [--stream-window S]
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from training.demo_model import normalize, wer
 from wyoming_qwen3.models import resolve_model
 from wyoming_qwen3.qwen import QwenAsrModel
 
-from .server import add_policy_arguments, policy_flags, start_server
+from .server import add_server_arguments, server_flags, start_server
 from .stream import pcm16, stream
 
 
@@ -31,7 +32,7 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=1.0, help="x real time for streaming (default: 1.0)")
     parser.add_argument("--limit", type=int, help="only the first N utterances")
     parser.add_argument("--model", default="demo", help="the demo model or a folder like it (default: demo)")
-    add_policy_arguments(parser)
+    add_server_arguments(parser)
     parser.add_argument(
         "--tuning-seed", type=int, help="score held-out combinations drawn with this seed instead of heldout.json"
     )
@@ -45,11 +46,11 @@ def main() -> None:
     else:  # other held-out combinations, so that thresholds are not chosen on the test set
         heldout = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
     audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
-    qwen = QwenAsrModel.load(model.path, "cpu", quantize=args.quantize)
+    qwen = QwenAsrModel.load(model.path, "cpu", args.encoder_window, quantize=args.quantize)
     offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]
 
     with tempfile.TemporaryDirectory() as folder:
-        flags = [*policy_flags(args), "--quantize", args.quantize]
+        flags = [*server_flags(args), "--quantize", args.quantize]
         server = start_server(Path(args.model), Path(folder) / "server.log", *flags)
         try:
             replies = [asyncio.run(stream(server.host, server.port, pcm16(a), speed=args.speed)) for a in audio]
