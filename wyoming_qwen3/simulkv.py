@@ -398,7 +398,9 @@ class SimulKvSession(StreamingSession):
         self._cache.crop(self._prefix_len)
         # The answer fed back keeps its language preamble and the text whose audio remains.
         preamble = self._preamble_length()
-        keep = self._first_unit_heard_after(self.offset_seconds, preamble)
+        # A unit heard within the border before the cut stays too: attended times are the heads'
+        # estimate, and a word whose end remains but whose text left would be written again.
+        keep = self._first_unit_heard_after(self.offset_seconds - self._policy.border_seconds, preamble)
         self._context = self._committed[:preamble] + self._committed[keep:]
         _LOGGER.debug("Trimmed %s window(s); buffer starts at %.2f s", windows, self.offset_seconds)
 
