@@ -121,6 +121,25 @@ def test_a_least_probability_outside_0_to_1_is_refused(value: str) -> None:
         parse_args(["--min-probability", value], {})
 
 
+@pytest.mark.parametrize("flag", ["--step-seconds", "--stream-window", "--max-audio-seconds"])
+def test_a_length_of_zero_is_refused(flag: str) -> None:
+    with pytest.raises(SystemExit):
+        parse_args([flag, "0"], {})
+
+
+def test_streaming_defaults_are_the_backends_and_the_catalogues() -> None:
+    from wyoming_qwen3.handler import HandlerConfig
+    from wyoming_qwen3.models import resolve_model
+    from wyoming_qwen3.simulkv import SimulKvSettings
+
+    args = parse_args([], {})
+    assert args.step_seconds == SimulKvSettings().step_seconds
+    assert args.stream_window == SimulKvSettings().stream_window_seconds
+    assert args.max_audio_seconds == HandlerConfig().max_audio_seconds
+    assert args.encoder_window is None  # the catalogue's, or the model's own
+    assert resolve_model("demo", [], Path(".")).encoder_window_seconds is None  # the demo keeps its 8 s
+
+
 def test_policy_thresholds_come_from_the_flags_then_the_heads_file_then_the_defaults() -> None:
     tuned = AlignmentHeads(((0, 0),), border_seconds=2.0, min_probability=0.9)
     assert AlignmentPolicy.for_model(None) == AlignmentPolicy()
