@@ -296,12 +296,16 @@ def compare_int8(model: Any, processor: Any, args: argparse.Namespace) -> None:
     for seconds in args.seconds:
         audio = speech(seconds)
         medians: dict[str, list[float]] = {name: [] for name in variants}
+        split: dict[str, str] = {}
         for _ in range(2):
             for name, qwen in variants.items():
                 run = stream(qwen, audio, settings)
                 medians[name].append(statistics.median(run.step_times_s))
+                split[name] = ", ".join(f"{phase} {time / run.steps:.3f} s" for phase, time in run.phase_s.items())
         fp32, int8 = min(medians["float32"]), min(medians["int8"])
         print(f"{seconds:4.0f} s: step {fp32:.3f} s float32, {int8:.3f} s int8: int8 {fp32 / int8:.2f}x faster")
+        for name, text in split.items():
+            print(f"        {name} per step (mean, last run): {text}")
 
 
 def main() -> None:
