@@ -41,8 +41,8 @@ from .stream import pcm16, stream
 MODEL_FOLDER = Path("local/models/random-0.6b")
 #: Tokens a second of speech (fast speech is about 5).
 TOKENS_PER_SECOND = 4.0
-MODES = {"streaming": [], "batch": ["--step-seconds", "1000"]}
-PRECISIONS = {"float32": [], "int8": ["--quantize", "int8"]}
+MODES: dict[str, tuple[str, ...]] = {"streaming": (), "batch": ("--step-seconds", "1000")}
+PRECISIONS: dict[str, tuple[str, ...]] = {"float32": (), "int8": ("--quantize", "int8")}
 
 
 def model_folder() -> Path:

@@ -60,7 +60,7 @@ class AudioWindowCache:
             still_stable = False
             embedding = model.encode_window(window)
             if index < len(self._features):
-                changed_windows += self.enabled
+                changed_windows += 1
                 self._features[index], self._embeddings[index] = window, embedding
             else:
                 self._features.append(window)

@@ -198,17 +198,18 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         env,
         "--idle-timeout",
         type=float,
-        default=120.0,
-        help="seconds without an event after which a connection with no stream is closed (default: 120; "
-        "Home Assistant sends describe every 30 s)",
+        default=SERVING.idle_timeout_seconds,
+        help="seconds without an event after which a connection with no stream is closed "
+        f"(default: {SERVING.idle_timeout_seconds:g}; Home Assistant sends describe every 30 s)",
     )
     _add(
         parser,
         env,
         "--event-timeout",
         type=float,
-        default=10.0,
-        help="seconds an event may take to arrive once it began, else the connection is closed (default: 10)",
+        default=SERVING.event_timeout_seconds,
+        help="seconds an event may take to arrive once it began, else the connection is closed "
+        f"(default: {SERVING.event_timeout_seconds:g})",
     )
     _add(
         parser,

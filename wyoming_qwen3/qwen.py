@@ -224,10 +224,8 @@ class QwenAsrModel:
 
     def features(self, audio: np.ndarray) -> torch.Tensor:
         """Log-mel features [mel_bins, frames] of 16 kHz mono float32 audio."""
-        if audio.shape[0] < _MIN_SAMPLES:
-            audio = np.pad(audio, (0, _MIN_SAMPLES - audio.shape[0]))
         features = self.processor.feature_extractor(
-            audio,
+            _padded(audio),
             sampling_rate=SAMPLE_RATE,
             padding=True,
             truncation=False,
@@ -239,9 +237,7 @@ class QwenAsrModel:
 
     def log_mel(self, audio: np.ndarray) -> torch.Tensor:
         """Unclamped log10 mel power [mel_bins, frames] of 16 kHz mono float32 audio (see log_mel)."""
-        if audio.shape[0] < _MIN_SAMPLES:
-            audio = np.pad(audio, (0, _MIN_SAMPLES - audio.shape[0]))
-        return unclamped_log_mel(self.processor.feature_extractor, audio)
+        return unclamped_log_mel(self.processor.feature_extractor, _padded(audio))
 
     def encode_window(self, features: torch.Tensor) -> torch.Tensor:
         """Encoder output [tokens, hidden] of at most one attention window of features.
@@ -321,6 +317,13 @@ class QwenAsrModel:
         # A loop keeps its first copy, as the streaming final pass does.
         del generated[len(generated) - repeated_tail(generated) :]
         return parse_output(self.decode_text(generated), language)
+
+
+def _padded(audio: np.ndarray) -> np.ndarray:
+    """Audio shorter than the encoder needs, padded with silence."""
+    if audio.shape[0] < _MIN_SAMPLES:
+        return np.pad(audio, (0, _MIN_SAMPLES - audio.shape[0]))
+    return audio
 
 
 def repeated_tail(tokens: list[int], max_period: int = 16) -> int:

@@ -124,8 +124,8 @@ class SimulKvSession(StreamingSession):
         self._unheard = 0
         #: Samples of the utterance after which the next step runs (see _step_due).
         self._next_step_at = self._step_mark(0)
-        #: Seconds of audio cut from the front of the buffer.
-        self.offset_seconds = 0.0
+        #: Samples cut from the front of the buffer.
+        self._cut_samples = 0
         self._audio_cache = AudioWindowCache(enabled=settings.reuse)
         self._cache = self._prefill_prefix()
         #: Audio tokens (after the prefix) whose KV in the cache is still valid.
@@ -142,6 +142,11 @@ class SimulKvSession(StreamingSession):
         #: Set from the event loop's thread once the speaker has finished (see stop_early).
         self._finishing = False
         self.stats = SessionStats()
+
+    @property
+    def offset_seconds(self) -> float:
+        """Seconds of audio cut from the front of the buffer."""
+        return self._cut_samples / SAMPLE_RATE
 
     @property
     def buffer(self) -> np.ndarray:
@@ -190,7 +195,8 @@ class SimulKvSession(StreamingSession):
         return self._sent.advance(self._text(final=False), final=False)
 
     def _heard_samples(self) -> int:
-        return round(self.offset_seconds * SAMPLE_RATE) + self._buffer.shape[0]
+        """Samples of the utterance so far, cut or buffered."""
+        return self._cut_samples + self._buffer.shape[0]
 
     def _step_mark(self, heard: int) -> int:
         """Where the first step after ``heard`` samples runs: one frame past the next multiple of the step.
@@ -366,13 +372,13 @@ class SimulKvSession(StreamingSession):
 
     def _scripted_tokens(self, tokens_per_second: float, final: bool) -> int:
         """Tokens the benchmarks' schedule writes now: those of the audio before the border, or all."""
-        heard = self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE
+        heard = self._heard_samples() / SAMPLE_RATE
         if not final:
             heard = max(0.0, heard - self._policy.border_seconds)
         return max(0, int(tokens_per_second * heard) - len(self._committed))
 
     def _token_budget(self) -> int:
-        total = self._model.max_new_tokens(self.offset_seconds + self._buffer.shape[0] / SAMPLE_RATE)
+        total = self._model.max_new_tokens(self._heard_samples() / SAMPLE_RATE)
         return max(0, total - len(self._committed))
 
     def _last_attended_token(self) -> int | None:
@@ -392,7 +398,7 @@ class SimulKvSession(StreamingSession):
         cut_frames = windows * self._model.window_frames
         self._audio_cache.drop_front(windows, float(self._model.log_mel(self._buffer)[:, :cut_frames].max()))
         self._buffer = self._buffer[windows * window_samples :]
-        self.offset_seconds += windows * window_samples / SAMPLE_RATE
+        self._cut_samples += windows * window_samples
         # Every audio position moved: only the prompt prefix keeps its KV.
         self._cached_audio_tokens = 0
         self._cache.crop(self._prefix_len)
