@@ -3,10 +3,10 @@
 A random-weight model of Qwen3-ASR-0.6B's real shape (built in memory; the
 compute is the real model's, the words are not) transcribes espeak-ng speech
 of 5, 10, 20 and 30 s fed in 10 ms chunks, a step every ``--chunk`` seconds. Decoding follows a
-script (``SimulKvSettings.scripted_tokens_per_second``, 4 tokens per second of
-speech: a step writes the tokens of the audio before the border, the final
-pass the rest; the policy and end of sequence are ignored), so that all runs do
-the same decoding work and differ only in what they prefill:
+script (``tools.scripted``, 4 tokens per second of speech: a step writes the
+tokens of the audio before the border, the final pass the rest; the policy and
+end of sequence are ignored), so that all runs do the same decoding work and
+differ only in what they prefill:
 
 - ``simulkv``: the backend as served, reusing the KV cache and encoder windows;
 - ``reprefill``: the same steps, recomputing the encoder and the whole prompt each step;
@@ -36,11 +36,8 @@ import argparse
 import copy
 import json
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import wave
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -50,11 +47,15 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.models import CATALOGUE, DEFAULT_MODEL
-from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel, quantize_int8
-from wyoming_qwen3.random_model import create_random_model
-from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings
+from tools.random_model import create_random_model
+from tools.scripted import ReprefillSession, ScriptedBackend, ScriptedSession
+from tools.speech import speak
+from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.simulkv.session import SimulKvSession
+from wyoming_qwen3.backends.simulkv.settings import SimulKvSettings
+from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.qwen import QwenAsrModel, quantize_int8
 
 #: The server's streaming settings.
 DEFAULTS = SimulKvSettings()
@@ -70,16 +71,7 @@ TEXT = (
 
 def speech(seconds: float) -> np.ndarray:
     """espeak-ng speech at 16 kHz, repeated and cut to exactly ``seconds``."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "speech.wav"
-        raw = subprocess.run(["espeak-ng", "--stdout", TEXT * 3], check=True, capture_output=True).stdout
-        subprocess.run(
-            ["sox", "-t", "wav", "-", "-r", "16000", "-c", "1", "-t", "wavpcm", str(path)], input=raw, check=True
-        )
-        with wave.open(str(path), "rb") as wav:
-            audio = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
-    samples = int(seconds * SAMPLE_RATE)
-    return np.resize(audio, samples)
+    return np.resize(speak(TEXT * 3), int(seconds * SAMPLE_RATE))
 
 
 class TimedModel(QwenAsrModel):
@@ -200,10 +192,21 @@ class Meter:
         return "no window complete before"
 
 
-def stream(model: TimedModel, audio: np.ndarray, settings: SimulKvSettings) -> Run:
+def scripted_session(
+    model: TimedModel, settings: SimulKvSettings, tokens_per_second: float, session_type: type[ScriptedSession]
+) -> ScriptedSession:
+    backend = ScriptedBackend(model, settings=settings)
+    backend.session_type, backend.tokens_per_second = session_type, tokens_per_second
+    return backend.create_session(SessionOptions(language="English"))
+
+
+def stream(
+    model: TimedModel, audio: np.ndarray, settings: SimulKvSettings, args: argparse.Namespace, reuse: bool = True
+) -> Run:
     model.seconds.clear()
     model.flops.clear()
-    session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
+    session_type = ScriptedSession if reuse else ReprefillSession
+    session = scripted_session(model, settings, args.tokens_per_second, session_type)
     meter = Meter(model, session)
     times = []
     for start in range(0, audio.shape[0], CHUNK_SAMPLES):
@@ -215,15 +218,15 @@ def stream(model: TimedModel, audio: np.ndarray, settings: SimulKvSettings) -> R
     session.finish()
     times.append(time.perf_counter() - began)
     meter.after_call()
-    return finished_run("simulkv" if settings.reuse else "reprefill", model, session, audio, times, meter)
+    return finished_run("simulkv" if reuse else "reprefill", model, session, audio, times, meter)
 
 
-def offline(model: TimedModel, audio: np.ndarray, settings: SimulKvSettings) -> Run:
+def offline(model: TimedModel, audio: np.ndarray, settings: SimulKvSettings, args: argparse.Namespace) -> Run:
     # A step and a stream window longer than the audio: feed() only buffers, and finish() is the one pass.
     model.seconds.clear()
     model.flops.clear()
     settings = replace(settings, step_seconds=1e9, stream_window_seconds=1e9)
-    session = SimulKvBackend(model, settings=settings).create_session(SessionOptions(language="English"))
+    session = scripted_session(model, settings, args.tokens_per_second, ScriptedSession)
     meter = Meter(model, session)
     began = time.perf_counter()
     session.feed(audio)
@@ -243,7 +246,7 @@ def finished_run(
         session.stats.steps,
         sum(times),
         times,
-        len(session.context_ids),
+        len(session.answer_ids),
         session.stats.audio_tokens_prefilled,
         session.stats.text_tokens_prefilled,
         dict(model.seconds),
@@ -266,15 +269,13 @@ def phases(run: Run) -> str:
     )
 
 
-def settings_of(args: argparse.Namespace, reuse: bool = True) -> SimulKvSettings:
-    """The server's streaming settings with this run's step, stream window and decoding script."""
+def settings_of(args: argparse.Namespace) -> SimulKvSettings:
+    """The server's streaming settings with this run's step and stream window."""
     return replace(
         DEFAULTS,
         step_seconds=args.chunk,
         stream_window_seconds=args.stream_window,
         stream_keep_seconds=args.stream_keep,
-        reuse=reuse,
-        scripted_tokens_per_second=args.tokens_per_second,
     )
 
 
@@ -292,14 +293,14 @@ def compare_int8(model: Any, processor: Any, args: argparse.Namespace) -> None:
         flush=True,
     )
     for qwen in variants.values():
-        stream(qwen, speech(2.0), settings)  # warm-up
+        stream(qwen, speech(2.0), settings, args)  # warm-up
     for seconds in args.seconds:
         audio = speech(seconds)
         medians: dict[str, list[float]] = {name: [] for name in variants}
         split: dict[str, str] = {}
         for _ in range(2):
             for name, qwen in variants.items():
-                run = stream(qwen, audio, settings)
+                run = stream(qwen, audio, settings, args)
                 medians[name].append(statistics.median(run.step_times_s))
                 split[name] = ", ".join(f"{phase} {time / run.steps:.3f} s" for phase, time in run.phase_s.items())
         fp32, int8 = min(medians["float32"]), min(medians["int8"])
@@ -366,7 +367,7 @@ def main() -> None:
             f"stream window {args.stream_window:g} s cut to {args.stream_keep:g} s",
             flush=True,
         )
-        stream(qwen, speech(2.0), settings_of(args))  # warm-up
+        stream(qwen, speech(2.0), settings_of(args), args)  # warm-up
         print(
             f"{'audio s':>7} {'variant':>9} {'steps':>5} {'time s':>7} {'step s early->late':>18} "
             f"{'GFLOPs/audio s':>14} {'GFLOPs/step early->late':>23}",
@@ -376,9 +377,9 @@ def main() -> None:
             audio = speech(seconds)
             for variant in args.variants:
                 if variant == "offline":
-                    run = offline(qwen, audio, settings_of(args))
+                    run = offline(qwen, audio, settings_of(args), args)
                 else:
-                    run = stream(qwen, audio, settings_of(args, reuse=variant == "simulkv"))
+                    run = stream(qwen, audio, settings_of(args), args, reuse=variant == "simulkv")
                 runs.append(run)
                 print(
                     f"{seconds:7.0f} {variant:>9} {run.steps:5d} {run.total_s:7.1f} "

@@ -30,23 +30,22 @@ import wave
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from training.corpus import speak
+from tools.client import Reply, stream
+from tools.server_process import add_server_arguments, server_flags, start_server
+from tools.speech import Speech, as_speech, speak
 from training.demo_model import wer
-from wyoming_qwen3.models import resolve_model
-
-from .server import add_server_arguments, server_flags, start_server
-from .stream import Reply, pcm16, stream
+from wyoming_qwen3.model.catalogue import resolve_model
 
 
 @dataclass
 class Utterance:
     text: str
     voice: str
-    audio: bytes
+    audio: Speech
 
     @property
     def seconds(self) -> float:
-        return len(self.audio) / 32000
+        return self.audio.seconds
 
 
 @dataclass
@@ -82,18 +81,20 @@ def corpus(model_path: Path, limit: int) -> list[Utterance]:
     if heldout_file.is_file():
         items = json.loads(heldout_file.read_text())["utterances"][:limit]
     else:
-        from wyoming_qwen3.alignment_heads import SENTENCES
+        from tools.alignment_heads import SENTENCES
 
         items = [{"text": s, "voice": "en-us"} for s in SENTENCES[:limit]]
     out = []
     for item in items:
         samples = speak(item["text"], item["voice"], 165, 50)
-        out.append(Utterance(item["text"], item["voice"], pcm16(samples)))
+        out.append(Utterance(item["text"], item["voice"], as_speech(samples)))
     return out
 
 
 async def run_clients(port: int, utterances: list[Utterance], speed: float) -> list[Reply]:
-    return list(await asyncio.gather(*(stream("127.0.0.1", port, u.audio, speed=speed) for u in utterances)))
+    return list(
+        await asyncio.gather(*(stream("127.0.0.1", port, u.audio, language="en", speed=speed) for u in utterances))
+    )
 
 
 def wyoming_bench(port: int, utterances: list[Utterance], folder: Path) -> str:
@@ -108,7 +109,7 @@ def wyoming_bench(port: int, utterances: list[Utterance], folder: Path) -> str:
             wav.setnchannels(1)
             wav.setsampwidth(2)
             wav.setframerate(16000)
-            wav.writeframes(u.audio)
+            wav.writeframes(u.audio.audio)
         (corpus_dir / f"u{index:03d}.txt").write_text(u.text + "\n")
     result = subprocess.run(
         [
@@ -186,11 +187,11 @@ def main() -> None:
     server = start_server(Path(args.model), args.out / "server.log", *server_flags(args))
     port = server.port
     try:
-        asyncio.run(stream("127.0.0.1", port, utterances[0].audio, speed=10.0))  # warm-up
+        asyncio.run(stream("127.0.0.1", port, utterances[0].audio, language="en", speed=10.0))  # warm-up
         rows: list[Row] = []
         for u in utterances:
             cpu_before, _ = process_stats(server.process.pid)
-            r = asyncio.run(stream("127.0.0.1", port, u.audio, speed=args.speed))
+            r = asyncio.run(stream("127.0.0.1", port, u.audio, language="en", speed=args.speed))
             cpu_after, peak_kib = process_stats(server.process.pid)
             rows.append(
                 Row(

@@ -3,7 +3,7 @@
 The demo model is too small for its compute to matter; this mode puts the
 compute of Qwen3-ASR-0.6B behind the real server. A random-weight model of
 the 0.6B shape (``local/models/random-0.6b``, built once, about 3.6 GB)
-decodes on a script (``--scripted-tokens-per-second 4``: a streaming step
+decodes on a script (``python -m tools.scripted --tokens-per-second 4``: a streaming step
 writes the tokens of the audio before the border, about 4 per second of
 speech, the final pass the rest), so it does a real model's work for a
 speaker at that pace. Two servers run side by side, taking turns on each
@@ -31,16 +31,16 @@ import statistics
 import time
 from pathlib import Path
 
-from wyoming_qwen3.models import CATALOGUE, DEFAULT_MODEL
-from wyoming_qwen3.random_model import build_random_model
+from tools.client import stream
+from tools.random_model import build_random_model
+from tools.scripted import TOKENS_PER_SECOND
+from tools.server_process import ServerProcess, start_server
+from tools.speech import Speech, as_speech
+from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL
 
 from .compute import speech
-from .server import ServerProcess, start_server
-from .stream import pcm16, stream
 
 MODEL_FOLDER = Path("local/models/random-0.6b")
-#: Tokens a second of speech (fast speech is about 5).
-TOKENS_PER_SECOND = 4.0
 MODES: dict[str, tuple[str, ...]] = {"streaming": (), "batch": ("--step-seconds", "1000")}
 PRECISIONS: dict[str, tuple[str, ...]] = {"float32": (), "int8": ("--quantize", "int8")}
 
@@ -53,12 +53,12 @@ def model_folder() -> Path:
     return MODEL_FOLDER
 
 
-def measure(servers: dict[str, ServerProcess], audio: bytes, repeats: int) -> dict[str, list[float]]:
+def measure(servers: dict[str, ServerProcess], audio: Speech, repeats: int) -> dict[str, list[float]]:
     """End of audio -> final transcript (s) of each server, taking turns."""
     latencies: dict[str, list[float]] = {mode: [] for mode in servers}
     for _ in range(repeats):
         for mode, server in servers.items():
-            reply = asyncio.run(stream(server.host, server.port, audio))
+            reply = asyncio.run(stream(server.host, server.port, audio, language="en"))
             latencies[mode].append(reply.final_latency_s)
     return latencies
 
@@ -74,10 +74,10 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     folder = model_folder()
-    utterances = {seconds: pcm16(speech(seconds)) for seconds in args.seconds}
+    utterances = {seconds: as_speech(speech(seconds)) for seconds in args.seconds}
     # The random model is a local folder: give it the streaming window the catalogue gives the real one.
     window = CATALOGUE[DEFAULT_MODEL].encoder_window_seconds
-    schedule = ["--scripted-tokens-per-second", str(TOKENS_PER_SECOND), "--encoder-window", f"{window:g}"]
+    schedule = ["--tokens-per-second", str(TOKENS_PER_SECOND), "--encoder-window", f"{window:g}"]
     results: list[dict[str, object]] = []
     print(f"{'precision':>9} {'speech s':>8} {'streaming ms':>12} {'batch ms':>9} {'streaming/batch':>15}", flush=True)
     for precision in args.precisions:
@@ -85,9 +85,11 @@ def main(argv: list[str] | None = None) -> None:
         try:
             for mode, flags in MODES.items():
                 log = args.out / f"server-0.6b-{precision}-{mode}.log"
-                servers[mode] = start_server(folder, log, *schedule, *PRECISIONS[precision], *flags, timeout=900)
+                servers[mode] = start_server(
+                    folder, log, *schedule, *PRECISIONS[precision], *flags, timeout=900, module="tools.scripted"
+                )
             for server in servers.values():  # one utterance each before timing: lazy initialisation
-                asyncio.run(stream(server.host, server.port, utterances[args.seconds[0]]))
+                asyncio.run(stream(server.host, server.port, utterances[args.seconds[0]], language="en"))
             for seconds, audio in utterances.items():
                 latencies = measure(servers, audio, args.repeats)
                 medians = {mode: statistics.median(values) for mode, values in latencies.items()}

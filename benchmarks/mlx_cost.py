@@ -12,14 +12,14 @@ Usage: script/benchmark mlx-cost [--seconds 3 10 30 60] [--buffer 15]
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.mlx_backend import MlxSession
+from tools import standins
+from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.mlx.backend import MlxSession
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "standins"))
+standins.on_path()
 import mlx_qwen3_asr  # noqa: E402  (the stand-in)
 
 #: Words of 0.3 s with 0.15 s between them: 2.2 words per second.

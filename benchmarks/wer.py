@@ -1,6 +1,6 @@
 """Word error rate of the demo model on its held-out set, offline and streamed through the server.
 
-The held-out utterances (wyoming_qwen3/demo/heldout.json) are word combinations
+The held-out utterances (wyoming_qwen3/model/demo/heldout.json) are word combinations
 and voices the model never heard in training; they are spoken again here with
 espeak-ng, then transcribed offline in-process and streamed through a real
 server in 10 ms chunks as Home Assistant sends them.
@@ -18,13 +18,14 @@ import json
 import tempfile
 from pathlib import Path
 
-from training.corpus import SAMPLE_RATE, heldout_utterances, speak
+from tools.client import stream
+from tools.server_process import add_server_arguments, server_flags, start_server
+from tools.speech import as_speech, speak
+from training.corpus import heldout_utterances
 from training.demo_model import normalize, wer
-from wyoming_qwen3.models import resolve_model
-from wyoming_qwen3.qwen import QwenAsrModel
-
-from .server import add_server_arguments, server_flags, start_server
-from .stream import pcm16, stream
+from wyoming_qwen3.model.catalogue import resolve_model
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.qwen import QwenAsrModel
 
 
 def main() -> None:
@@ -53,7 +54,10 @@ def main() -> None:
         flags = [*server_flags(args), "--quantize", args.quantize]
         server = start_server(Path(args.model), Path(folder) / "server.log", *flags)
         try:
-            replies = [asyncio.run(stream(server.host, server.port, pcm16(a), speed=args.speed)) for a in audio]
+            replies = [
+                asyncio.run(stream(server.host, server.port, as_speech(a), language="en", speed=args.speed))
+                for a in audio
+            ]
         finally:
             server.stop()
     streamed = [(u["text"], r.text) for u, r in zip(heldout, replies, strict=True)]

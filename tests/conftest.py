@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
 import subprocess
-import wave
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from wyoming.server import AsyncTcpServer
 
-from benchmarks.server import ServerProcess, start_server
-from wyoming_qwen3.random_model import build_random_model
+from tools.client import Reply, stream
+from tools.random_model import build_random_model
+from tools.server_process import ServerProcess, free_port, start_server
+from tools.speech import Speech, require_tools, speak_pcm
+from wyoming_qwen3.backends.base import Backend
+from wyoming_qwen3.model.catalogue import ResolvedModel
+from wyoming_qwen3.server.handler import HandlerConfig, Qwen3EventHandler
+from wyoming_qwen3.server.info import build_info
 
-__all__ = ["ServerProcess", "start_server"]
+__all__ = ["ServerProcess", "start_server", "transcribe", "run"]
 
 SCRIPT_TEXT = "turn on the lights"
+#: The stand-in LAN's hosts.
+SERVER_ADDRESS = "10.254.0.1"
+CLIENT_ADDRESS = "10.254.0.2"
 
 
 @pytest.fixture(scope="session")
@@ -32,49 +45,26 @@ def scripted_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_random_model(tmp_path_factory.mktemp("scripted"), "tiny", script=SCRIPT_TEXT)
 
 
-@dataclass(frozen=True)
-class Speech:
-    """PCM audio read from a WAV file."""
-
-    rate: int
-    width: int
-    channels: int
-    audio: bytes
-
-    @property
-    def seconds(self) -> float:
-        return len(self.audio) / (self.rate * self.width * self.channels)
-
-
-def read_wav(path: Path) -> Speech:
-    with wave.open(str(path), "rb") as wav:
-        return Speech(wav.getframerate(), wav.getsampwidth(), wav.getnchannels(), wav.readframes(wav.getnframes()))
-
-
 class SpeechMaker:
-    """espeak-ng speech (22.05 kHz mono 16-bit), converted with sox when asked."""
+    """espeak-ng speech (22.05 kHz mono 16-bit), converted with sox when asked; each made once per session."""
 
-    def __init__(self, folder: Path) -> None:
-        if not (shutil.which("espeak-ng") and shutil.which("sox")):
-            pytest.fail("espeak-ng and sox are needed: script/test installs them")
-        self.folder = folder
+    def __init__(self) -> None:
+        try:
+            require_tools()
+        except RuntimeError as err:
+            pytest.fail(str(err))
+        self._made: dict[tuple[str, tuple[str, ...], str], Speech] = {}
 
     def __call__(self, text: str, *sox_args: str, voice: str = "en-us") -> Speech:
-        name = f"{abs(hash((text, sox_args, voice)))}"
-        source = self.folder / f"{name}-espeak.wav"
-        if not source.exists():
-            subprocess.run(["espeak-ng", "-v", voice, "-w", str(source), text], check=True)
-        if not sox_args:
-            return read_wav(source)
-        converted = self.folder / f"{name}-sox.wav"
-        # wavpcm: plain PCM headers, which the wave module reads (not WAVE_FORMAT_EXTENSIBLE).
-        subprocess.run(["sox", str(source), *sox_args, "-t", "wavpcm", str(converted)], check=True)
-        return read_wav(converted)
+        key = (text, sox_args, voice)
+        if key not in self._made:
+            self._made[key] = speak_pcm(text, *sox_args, voice=voice)
+        return self._made[key]
 
 
 @pytest.fixture(scope="session")
-def speech(tmp_path_factory: pytest.TempPathFactory) -> SpeechMaker:
-    return SpeechMaker(tmp_path_factory.mktemp("speech"))
+def speech() -> SpeechMaker:
+    return SpeechMaker()
 
 
 @pytest.fixture(scope="session")
@@ -108,5 +98,74 @@ def scripted_server(scripted_model: Path, tmp_path_factory: pytest.TempPathFacto
     server.stop()
 
 
+def transcribe(
+    server: ServerProcess, speech: Speech, *, chunk_seconds: float = 0.1, pace: float | None = None, **options: Any
+) -> Coroutine[Any, Any, Reply]:
+    """One utterance to a test server in ``chunk_seconds`` chunks, ``pace`` seconds apart (default: at once)."""
+    speed = chunk_seconds / pace if pace else None
+    return stream(server.host, server.port, speech, chunk_seconds=chunk_seconds, speed=speed, **options)
+
+
+@contextlib.asynccontextmanager
+async def serving(backend: Backend, config: HandlerConfig | None = None) -> AsyncIterator[int]:
+    """The real handler serving ``backend`` in this process on a loopback port (yielded), for stand-in backends."""
+    model = ResolvedModel(backend.name, Path("."), backend.name, "https://example.invalid")
+    info = build_info(model, backend.name, backend.supported_languages)
+    port = free_port()
+    server = AsyncTcpServer("127.0.0.1", port)
+    settings = config or HandlerConfig()
+    await server.start(lambda *a: Qwen3EventHandler(*a, info=info, backend=backend, config=settings))
+    try:
+        yield port
+    finally:
+        await server.stop()
+
+
 def run(coroutine):  # noqa: ANN001, ANN201 - a tiny helper for sync tests
     return asyncio.run(asyncio.wait_for(coroutine, timeout=120))
+
+
+# -- a stand-in LAN: network namespaces the test makes, so no packet leaves this machine ----------
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
+
+
+@dataclass(frozen=True)
+class Lan:
+    """Two namespaces, a server host and a client host, on one veth link."""
+
+    server: str
+    client: str
+
+    def command(self, namespace: str, *command: str) -> list[str]:
+        return ["ip", "netns", "exec", namespace, *command]
+
+
+@pytest.fixture()
+def lan() -> Iterator[Lan]:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("a stand-in LAN needs root and iproute2 (ip netns); run the tests as root (CI does)")
+    tag = uuid.uuid4().hex[:6]
+    lan = Lan(server=f"wq3-srv-{tag}", client=f"wq3-cli-{tag}")
+    try:
+        ip("netns", "add", lan.server)
+    except subprocess.CalledProcessError as err:
+        pytest.skip(f"this machine cannot make network namespaces: {err.stderr.strip()}")
+    try:
+        ip("netns", "add", lan.client)
+        ip("link", "add", f"wq3s{tag}", "netns", lan.server, "type", "veth", "peer", f"wq3c{tag}", "netns", lan.client)
+        for namespace, device, address in (
+            (lan.server, f"wq3s{tag}", SERVER_ADDRESS),
+            (lan.client, f"wq3c{tag}", CLIENT_ADDRESS),
+        ):
+            ip("-n", namespace, "link", "set", "lo", "up")
+            ip("-n", namespace, "addr", "add", f"{address}/24", "dev", device)
+            ip("-n", namespace, "link", "set", device, "up")
+            # A LAN host has a default route; it is what picks the address to announce.
+            ip("-n", namespace, "route", "add", "default", "dev", device)
+        yield lan
+    finally:
+        for namespace in (lan.server, lan.client):
+            ip("netns", "del", namespace, check=False)

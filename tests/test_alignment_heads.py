@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -11,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wyoming_qwen3.__main__ import alignment_heads_path
-from wyoming_qwen3.alignment import AlignmentHeads
-from wyoming_qwen3.alignment_heads import score_heads, synthesize
-from wyoming_qwen3.backend import TimedWord as Word
-from wyoming_qwen3.models import resolve_model
+from tools.alignment_heads import TimedWord as Word
+from tools.alignment_heads import score_heads, synthesize
+from wyoming_qwen3.backends.simulkv.backend import alignment_heads_path
+from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
+from wyoming_qwen3.model.catalogue import resolve_model
 
 
 def test_a_head_that_tracks_the_words_outscores_one_that_does_not() -> None:
@@ -46,7 +45,7 @@ def test_script_writes_a_heads_file_the_server_can_load(tiny_model: Path, tmp_pa
         [
             sys.executable,
             "-m",
-            "wyoming_qwen3.alignment_heads",
+            "tools.alignment_heads",
             str(tiny_model),
             "--out",
             str(out),
@@ -73,18 +72,18 @@ def test_real_models_use_the_heads_measured_on_their_weights(name, tmp_path) -> 
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "qwen3_asr"}))
     model = resolve_model(name, [tmp_path], tmp_path)
-    path = alignment_heads_path(argparse.Namespace(alignment_heads=None), model)
+    path = alignment_heads_path(None, model)
     assert path == model.heads_file and path.parent.name == "heads"
     heads = AlignmentHeads.load(path)
     assert len(heads.heads) == 10 and all(0 <= layer < 28 and 0 <= head < 16 for layer, head in heads.heads)
     data = json.loads(path.read_text())
     assert data["model"] == name and "WhisperLiveKit" in data["source"]
-    reference = Path(__file__).parent.parent.parent / "shared" / "reference" / "alignment-heads" / path.name
-    if reference.is_file():  # the measured list, best first: the file holds its best 10
-        best = [[layer, head] for layer, head, _ in json.loads(reference.read_text())["heads"][:10]]
-        assert data["alignment_heads_compact"] == best
+    # The best 10 of the measured list, best first, each head once, with the scores measured for them.
+    assert data["scores"] == sorted(data["scores"], reverse=True) and len(data["scores"]) == 10
+    assert all(0.5 < score <= 1 for score in data["scores"])
+    assert len({tuple(pair) for pair in data["alignment_heads_compact"]}) == 10
     # A heads file in the model folder, or one given, comes first.
     (folder / "alignment_heads.json").write_text(json.dumps({"alignment_heads_compact": [[0, 0]]}))
-    assert alignment_heads_path(argparse.Namespace(alignment_heads=None), model) == folder / "alignment_heads.json"
+    assert alignment_heads_path(None, model) == folder / "alignment_heads.json"
     given = tmp_path / "given.json"
-    assert alignment_heads_path(argparse.Namespace(alignment_heads=given), model) == given
+    assert alignment_heads_path(given, model) == given

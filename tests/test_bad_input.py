@@ -10,8 +10,9 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event
 from wyoming.info import Describe
 
-from .conftest import SCRIPT_TEXT, ServerProcess, run
-from .wyoming_client import StreamResult, assert_streaming_order, client, read_until, transcribe
+from tools.client import Reply, assert_streaming_order, connect, read_until
+
+from .conftest import SCRIPT_TEXT, ServerProcess, run, transcribe
 
 SILENCE = bytes(3200)  # 0.1 s of 16 kHz 16-bit mono
 
@@ -39,9 +40,9 @@ async def raw_exchange(server: ServerProcess, payload: bytes, then_describe: boo
     return events
 
 
-async def events_for(server: ServerProcess, *events: Event, until: str = "transcript-stop") -> StreamResult:
-    result = StreamResult()
-    async with client(server) as conn:
+async def events_for(server: ServerProcess, *events: Event, until: str = "transcript-stop") -> Reply:
+    result = Reply()
+    async with connect(server.host, server.port) as conn:
         for event in events:
             await conn.write_event(event)
         await read_until(conn, result, until)
@@ -72,9 +73,10 @@ def test_oversized_payload_is_refused_and_the_connection_closed(scripted_server)
 
 
 def test_unknown_event_is_ignored(scripted_server) -> None:
+    mark = scripted_server.log_mark()
     events = run(raw_exchange(scripted_server, json.dumps({"type": "no-such-event"}).encode() + b"\n"))
     assert [e.type for e in events] == ["info"]
-    assert "ignoring unknown event type 'no-such-event'" in scripted_server.log()
+    assert "ignoring unknown event type 'no-such-event'" in scripted_server.log(mark)
 
 
 def test_audio_chunk_with_missing_fields_gets_an_error(scripted_server) -> None:
@@ -114,27 +116,30 @@ def test_unknown_language(scripted_server) -> None:
 
 
 def test_empty_stream_gets_an_empty_transcript(scripted_server) -> None:
+    mark = scripted_server.log_mark()
     result = run(events_for(scripted_server, AudioStart(16000, 2, 1).event(), AudioStop().event()))
     assert result.types == ["transcript-start", "transcript", "transcript-stop"]
     assert result.transcript.data["text"] == ""
-    assert "empty audio stream" in scripted_server.log()
+    assert "empty audio stream" in scripted_server.log(mark)
 
 
 def test_stream_over_the_cap_is_transcribed_up_to_the_cap(scripted_server, speech) -> None:
+    mark = scripted_server.log_mark()
     long = speech(" ".join(["one two three four five six seven eight nine ten"] * 3))
     assert long.seconds > 8  # the scripted server's cap
     result = run(transcribe(scripted_server, long, language="en", pace=0.02))
     assert_streaming_order(result)
     assert result.transcript.data["text"] == SCRIPT_TEXT
-    assert result.audio_stop_time is None, "the transcript should come at the cap, before audio-stop"
-    assert "passed the 8 s cap" in scripted_server.log()
+    assert result.audio_stop_s is None, "the transcript should come at the cap, before audio-stop"
+    assert "passed the 8 s cap" in scripted_server.log(mark)
 
 
 def test_client_that_never_sends_audio_stop(scripted_server, speech) -> None:
+    mark = scripted_server.log_mark()
     result = run(transcribe(scripted_server, speech("turn on the lights"), language="en", send_stop=False))
     assert_streaming_order(result)
     assert result.transcript.data["text"] == SCRIPT_TEXT
-    assert "no audio-stop; sending the transcript so far" in scripted_server.log()
+    assert "no audio-stop; sending the transcript so far" in scripted_server.log(mark)
 
 
 def test_server_still_serves_after_bad_input(scripted_server, speech) -> None:

@@ -9,62 +9,105 @@ from pathlib import Path
 
 import pytest
 
-from wyoming_qwen3.alignment import AlignmentHeads, AlignmentPolicy
-from wyoming_qwen3.cli import env_name, parse_args
+from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads, AlignmentPolicy
+from wyoming_qwen3.server.cli import build_parser, env_name, parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "wyoming_qwen3", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT)},
+        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT), **(env or {})},
     )
+
+
+def every_option() -> list[str]:
+    return [a.option_strings[0] for a in build_parser()._actions if a.dest not in ("help", "version")]
 
 
 def test_help_lists_every_option_with_its_environment_variable() -> None:
     result = subprocess.run([str(ROOT / "script" / "run"), "--help"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    for flag in (
-        "--uri",
-        "--model",
-        "--backend",
-        "--device",
-        "--language",
-        "--zeroconf",
-        "--data-dir",
-        "--download-dir",
-        "--encoder-window",
-        "--border-seconds",
-        "--min-probability",
-        "--debug",
-        "--log-format",
-    ):
+    flags = every_option()
+    assert len(flags) >= 25
+    help_text = result.stdout.replace("\n", "").replace(" ", "")
+    for flag in flags:
         assert flag in result.stdout
-        assert env_name(flag) in result.stdout.replace("\n", "").replace(" ", "")
+        assert f"[env:{env_name(flag)}]" in help_text, flag
 
 
-def test_environment_variables_set_options(tmp_path: Path) -> None:
-    environ = {
-        "WYOMING_QWEN3_URI": "tcp://127.0.0.1:1234",
-        "WYOMING_QWEN3_DEBUG": "true",
-        "WYOMING_QWEN3_ZEROCONF": "1",
-        "WYOMING_QWEN3_DATA_DIR": str(tmp_path),
-        "WYOMING_QWEN3_MAX_AUDIO_SECONDS": "12.5",
-        "WYOMING_QWEN3_MIN_PROBABILITY": "0.9",
-    }
+#: Every option from the environment: the value set, and what the option becomes.
+ENVIRONMENT = {
+    "--uri": ("tcp://127.0.0.1:1234", "tcp://127.0.0.1:1234"),
+    "--model": ("demo", "demo"),
+    "--backend": ("simulkv", "simulkv"),
+    "--device": ("cpu", "cpu"),
+    "--dtype": ("bfloat16", "bfloat16"),
+    "--quantize": ("int8", "int8"),
+    "--threads": ("3", 3),
+    "--language": ("de", "de"),
+    "--context": ("Küche, Wohnzimmer", "Küche, Wohnzimmer"),
+    "--zeroconf": ("1", "qwen3-asr"),
+    "--data-dir": (f"/a{os.pathsep}/b", [Path("/a"), Path("/b")]),
+    "--download-dir": ("/c", Path("/c")),
+    "--alignment-heads": ("/h.json", Path("/h.json")),
+    "--border-seconds": ("0.7", 0.7),
+    "--min-probability": ("0.9", 0.9),
+    "--encoder-window": ("4", 4.0),
+    "--stream-window": ("8", 8.0),
+    "--step-seconds": ("1", 1.0),
+    "--max-audio-seconds": ("12.5", 12.5),
+    "--audio-timeout": ("3", 3.0),
+    "--idle-timeout": ("30", 30.0),
+    "--event-timeout": ("2", 2.0),
+    "--emission-log": ("/tmp/e.jsonl", Path("/tmp/e.jsonl")),
+    "--debug": ("true", True),
+    "--log-format": ("%(message)s", "%(message)s"),
+}
+
+
+def test_every_option_comes_from_the_environment() -> None:
+    assert sorted(ENVIRONMENT) == sorted(every_option()), "a new option needs a row here"
+    environ = {env_name(flag): text for flag, (text, _) in ENVIRONMENT.items()}
     args = parse_args([], environ)
-    assert args.uri == "tcp://127.0.0.1:1234"
-    assert args.debug is True
-    assert args.zeroconf == "qwen3-asr"
-    assert args.data_dir == [tmp_path] and args.download_dir == tmp_path
-    assert args.max_audio_seconds == 12.5
-    assert args.min_probability == 0.9
-    # The command line wins over the environment.
-    assert parse_args(["--uri", "stdio://"], environ).uri == "stdio://"
+    for flag, (_, expected) in ENVIRONMENT.items():
+        assert getattr(args, flag[2:].replace("-", "_")) == expected, flag
+    # The command line wins over the environment, data folders included.
+    given = parse_args(["--uri", "stdio://", "--data-dir", "/d"], environ)
+    assert given.uri == "stdio://" and given.data_dir == [Path("/d")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("false", None), ("0", None), ("off", None), ("true", "qwen3-asr"), ("kitchen", "kitchen")]
+)
+def test_zeroconf_from_the_environment_is_a_switch_or_a_name(text: str, expected: str | None) -> None:
+    assert parse_args([], {"WYOMING_QWEN3_ZEROCONF": text}).zeroconf == expected
+
+
+@pytest.mark.parametrize(
+    ("variable", "text", "message"),
+    [
+        ("WYOMING_QWEN3_DTYPE", "fp16", "choose from auto, float32, bfloat16, float16"),
+        ("WYOMING_QWEN3_QUANTIZE", "int4", "choose from none, int8"),
+        ("WYOMING_QWEN3_BACKEND", "MLX", "choose from auto, simulkv, mlx"),
+        ("WYOMING_QWEN3_THREADS", "many", "not a valid int"),
+        ("WYOMING_QWEN3_DEBUG", "maybe", "use one of"),
+        ("WYOMING_QWEN3_STEP_SECONDS", "0", "must be greater than zero"),
+        ("WYOMING_QWEN3_MIN_PROBABILITY", "2", "must be from 0 to 1"),
+    ],
+)
+def test_a_bad_environment_value_stops_with_one_line_naming_the_variable(
+    variable: str, text: str, message: str
+) -> None:
+    result = run_cli(env={variable: text})
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("wyoming-qwen3: error")]
+    assert variable in line and message in line, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_unknown_language_exits_with_a_message_and_no_traceback(tiny_model: Path) -> None:
@@ -108,7 +151,7 @@ def test_encoder_window_the_model_does_not_know_is_refused_at_startup(tiny_model
 
 
 def test_model_folder_may_be_given_relative_to_the_working_directory(tiny_model: Path) -> None:
-    from wyoming_qwen3.models import resolve_model
+    from wyoming_qwen3.model.catalogue import resolve_model
 
     relative = Path(os.path.relpath(tiny_model))
     resolved = resolve_model(str(relative), [], Path("."))
@@ -128,9 +171,9 @@ def test_a_length_of_zero_is_refused(flag: str) -> None:
 
 
 def test_streaming_defaults_are_the_backends_and_the_catalogues() -> None:
-    from wyoming_qwen3.handler import HandlerConfig
-    from wyoming_qwen3.models import resolve_model
-    from wyoming_qwen3.simulkv import SimulKvSettings
+    from wyoming_qwen3.backends.simulkv.settings import SimulKvSettings
+    from wyoming_qwen3.model.catalogue import resolve_model
+    from wyoming_qwen3.server.handler import HandlerConfig
 
     args = parse_args([], {})
     assert args.step_seconds == SimulKvSettings().step_seconds
@@ -161,7 +204,7 @@ def test_int8_weights_load_and_transcribe(scripted_model: Path) -> None:
     import numpy as np
     import torch
 
-    from wyoming_qwen3.qwen import QwenAsrModel
+    from wyoming_qwen3.model.qwen import QwenAsrModel
 
     full = QwenAsrModel.load(scripted_model, "cpu")
     small = QwenAsrModel.load(scripted_model, "cpu", quantize="int8")
@@ -172,3 +215,11 @@ def test_int8_weights_load_and_transcribe(scripted_model: Path) -> None:
     # The scripted model's answer is carried by its weights; int8 must keep it.
     expected = full.transcribe(audio, language="English").text
     assert expected and small.transcribe(audio, language="English").text == expected
+
+
+def test_an_emission_log_that_cannot_be_written_is_refused_at_startup(tiny_model: Path, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "emissions.jsonl"
+    result = run_cli("--model", str(tiny_model), "--device", "cpu", "--emission-log", str(target))
+    assert result.returncode == 2
+    assert f"--emission-log: {target.parent} is not a folder" in result.stderr
+    assert "Traceback" not in result.stderr and "Loading" not in result.stderr  # refused before the model loads

@@ -21,11 +21,12 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event, read_event, write_event
 from wyoming.info import Describe
 
-from wyoming_qwen3.handler import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries
-from wyoming_qwen3.text_units import split_units
+from tools.client import Reply, assert_streaming_order
+from tools.speech import Speech
+from wyoming_qwen3.backends.text_units import split_units
+from wyoming_qwen3.server.handler import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries
 
-from .conftest import SCRIPT_TEXT, ServerProcess, Speech, run, start_server
-from .wyoming_client import StreamResult, assert_streaming_order, transcribe
+from .conftest import SCRIPT_TEXT, ServerProcess, run, start_server, transcribe
 
 IDLE_TIMEOUT = 2.0
 EVENT_TIMEOUT = 1.0
@@ -235,6 +236,7 @@ def test_names_are_bounded_whole_and_in_order() -> None:
 
 def test_huge_names_lists_cost_no_other_client_anything(server, speech) -> None:
     """Three 50 KiB names lists sent and dropped at once, then one kept: each answered fast."""
+    mark = server.log_mark()
     utterance = speech("turn on the lights", "-r", "16000")
     huge = [f"device {i} in the house" for i in range(2300)]  # about 50 KiB
     for _ in range(3):
@@ -243,20 +245,21 @@ def test_huge_names_lists_cost_no_other_client_anything(server, speech) -> None:
         send(sock, *chunks(utterance), AudioStop().event())
         sock.close()
 
-    async def huge_and_plain() -> tuple[StreamResult, StreamResult]:
+    async def huge_and_plain() -> tuple[Reply, Reply]:
         return await asyncio.gather(transcribe(server, utterance, language="en", names=huge), timed_plain())
 
-    async def timed_plain() -> StreamResult:
+    async def timed_plain() -> Reply:
         await asyncio.sleep(0.2)
         return await transcribe(server, utterance, language="en")
 
     for result in run(huge_and_plain()):
         assert_streaming_order(result)
         assert result.transcript.data["text"] == SCRIPT_TEXT
-        latency = result.first_time("transcript") - result.audio_stop_time
+        latency = result.first_time("transcript") - result.audio_stop_s
         # Unbounded, one such list held the shared inference thread for 20 s.
         assert latency < 1.0, latency
-    assert "dropped" in server.log() and f"({MAX_CONTEXT_ENTRIES} entries, {MAX_CONTEXT_BYTES} bytes)" in server.log()
+    log = server.log(mark)
+    assert "dropped" in log and f"({MAX_CONTEXT_ENTRIES} entries, {MAX_CONTEXT_BYTES} bytes)" in log
     assert_no_traceback(server)
 
 
@@ -265,11 +268,12 @@ def test_huge_names_lists_cost_no_other_client_anything(server, speech) -> None:
 
 def test_digital_silence_is_not_decoded(server) -> None:
     """The scripted model writes its text for any audio it decodes: silence must not reach it."""
+    mark = server.log_mark()
     silence = Speech(16000, 2, 1, bytes(32000 * 3))
     result = run(transcribe(server, silence, language="en"))
     assert_streaming_order(result)
     assert result.transcript.data["text"] == ""
-    assert "no speech" in server.log()
+    assert "no speech" in server.log(mark)
 
 
 def test_silence_to_the_cap_gives_an_empty_transcript(server) -> None:
@@ -277,7 +281,7 @@ def test_silence_to_the_cap_gives_an_empty_transcript(server) -> None:
     result = run(transcribe(server, silence, language="en", chunk_seconds=0.5, pace=0.05))
     assert_streaming_order(result)
     assert result.transcript.data["text"] == ""
-    assert result.audio_stop_time is None  # sent at the cap
+    assert result.audio_stop_s is None  # sent at the cap
 
 
 def test_quiet_speech_is_decoded(server, speech) -> None:

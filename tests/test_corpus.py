@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.corpus import SAMPLE_RATE, augment, speak, speak_timed
+from tools.speech import speak
+from training.corpus import augment, speak_timed
+from wyoming_qwen3.model.format import SAMPLE_RATE
 
 TEXT = "set the kitchen temperature to twenty five degrees"
 

@@ -9,16 +9,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.corpus import speak
+from tools.client import assert_streaming_order
+from tools.speech import as_speech, speak
 from training.demo_model import word_errors
-from wyoming_qwen3.alignment import ALIGNMENT_HEADS_FILE, AlignmentHeads, AlignmentPolicy
-from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.models import resolve_model
-from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
-from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSettings
+from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
+from wyoming_qwen3.backends.simulkv.settings import (
+    ALIGNMENT_HEADS_FILE,
+    AlignmentHeads,
+    AlignmentPolicy,
+    SimulKvSettings,
+)
+from wyoming_qwen3.model.catalogue import resolve_model
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.qwen import QwenAsrModel
 
-from .conftest import ServerProcess, Speech, run, start_server
-from .wyoming_client import assert_streaming_order, transcribe
+from .conftest import ServerProcess, run, start_server, transcribe
 
 DEMO = resolve_model("demo", [], Path("."))
 HELDOUT = json.loads((DEMO.path / "heldout.json").read_text())["utterances"][:8]
@@ -34,10 +40,6 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 @pytest.fixture(scope="module")
 def heldout_speech() -> list[tuple[str, np.ndarray]]:
     return [(u["text"], speak(u["text"], u["voice"], 165, 50)) for u in HELDOUT]
-
-
-def as_speech(samples: np.ndarray) -> Speech:
-    return Speech(16000, 2, 1, (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
 
 
 def test_heldout_commands_are_transcribed_offline(heldout_speech) -> None:

@@ -14,27 +14,23 @@ import os
 import re
 import select
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import uuid
 import wave
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from training.corpus import speak
-from wyoming_qwen3.models import resolve_model
-from wyoming_qwen3.qwen import QwenAsrModel
+from tools.speech import speak
+from wyoming_qwen3.model.catalogue import resolve_model
+from wyoming_qwen3.model.qwen import QwenAsrModel
+
+from .conftest import SERVER_ADDRESS, Lan
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER_ADDRESS = "10.254.0.1"
-CLIENT_ADDRESS = "10.254.0.2"
 
 
 def readme_run_arguments() -> list[str]:
@@ -63,49 +59,6 @@ def test_dockerfile_serves_where_the_readme_says() -> None:
     assert docker_run, "the README has no 'docker run ... wyoming-qwen3 ...' command"
     # Zeroconf from a container reaches the LAN only on the host's network.
     assert "--zeroconf" not in docker_run.group(2) or "--network host" in docker_run.group(1)
-
-
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
-
-
-@dataclass(frozen=True)
-class Lan:
-    """Two namespaces, a server host and a client host, on one veth link."""
-
-    server: str
-    client: str
-
-    def command(self, namespace: str, *command: str) -> list[str]:
-        return ["ip", "netns", "exec", namespace, *command]
-
-
-@pytest.fixture()
-def lan() -> Iterator[Lan]:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("a stand-in LAN needs root and iproute2 (ip netns); run the tests as root (CI does)")
-    tag = uuid.uuid4().hex[:6]
-    lan = Lan(server=f"wq3-srv-{tag}", client=f"wq3-cli-{tag}")
-    try:
-        ip("netns", "add", lan.server)
-    except subprocess.CalledProcessError as err:
-        pytest.skip(f"this machine cannot make network namespaces: {err.stderr.strip()}")
-    try:
-        ip("netns", "add", lan.client)
-        ip("link", "add", f"wq3s{tag}", "netns", lan.server, "type", "veth", "peer", f"wq3c{tag}", "netns", lan.client)
-        for namespace, device, address in (
-            (lan.server, f"wq3s{tag}", SERVER_ADDRESS),
-            (lan.client, f"wq3c{tag}", CLIENT_ADDRESS),
-        ):
-            ip("-n", namespace, "link", "set", "lo", "up")
-            ip("-n", namespace, "addr", "add", f"{address}/24", "dev", device)
-            ip("-n", namespace, "link", "set", device, "up")
-            # A LAN host has a default route; it is what picks the address to announce.
-            ip("-n", namespace, "route", "add", "default", "dev", device)
-        yield lan
-    finally:
-        for namespace in (lan.server, lan.client):
-            ip("netns", "del", namespace, check=False)
 
 
 def read_json_line(client: subprocess.Popen, what: str, server: subprocess.Popen, server_log: Path) -> dict:
@@ -139,7 +92,7 @@ def test_readme_command_is_discovered_and_used_from_another_host(lan: Lan, tmp_p
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
     # The browser starts first, so it sees the announcement the moment it goes out.
     client = subprocess.Popen(
-        lan.command(lan.client, sys.executable, str(ROOT / "tests" / "lan_client.py"), str(wav_path), "en"),
+        lan.command(lan.client, sys.executable, "-m", "tools.lan_client", str(wav_path), "en"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from wyoming_qwen3.alignment import AlignmentPolicy
-from wyoming_qwen3.audio_cache import AudioWindowCache
-from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.log_mel import clamped
-from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel
-from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSettings
+from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
+from wyoming_qwen3.backends.simulkv.encoder_cache import AudioWindowCache
+from wyoming_qwen3.backends.simulkv.settings import AlignmentPolicy, SimulKvSettings
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.log_mel import clamped
+from wyoming_qwen3.model.qwen import QwenAsrModel
 
 
 @pytest.fixture(scope="module")

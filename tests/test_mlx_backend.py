@@ -1,4 +1,4 @@
-"""The mlx backend against a stand-in that follows mlx-qwen3-asr's source (``tests/standins``).
+"""The mlx backend against a stand-in that follows mlx-qwen3-asr's source (``tools/standins``).
 
 The stand-in hears a scripted timeline of text units in noise bursts; it
 behaves as the library does where the backend depends on it (see its
@@ -19,18 +19,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.server import ServerProcess, free_port
-from wyoming_qwen3 import mlx_backend
-from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.mlx_backend import MlxBackend, MlxSession
-from wyoming_qwen3.qwen import SAMPLE_RATE
+from tools import standins
+from tools.client import assert_streaming_order
+from tools.server_process import ServerProcess, free_port
+from tools.speech import Speech
+from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.mlx import availability
+from wyoming_qwen3.backends.mlx.backend import MlxBackend, MlxSession
+from wyoming_qwen3.model.format import SAMPLE_RATE
 
-STANDINS = Path(__file__).parent / "standins"
-sys.path.insert(0, str(STANDINS))
+from .conftest import transcribe
+
+standins.on_path()
 import mlx_qwen3_asr  # noqa: E402  (the stand-in)
-
-from .conftest import Speech  # noqa: E402
-from .wyoming_client import assert_streaming_order, transcribe  # noqa: E402
 
 Timeline = mlx_qwen3_asr.Timeline
 timeline_of = mlx_qwen3_asr.timeline_of
@@ -41,7 +42,7 @@ spoken = mlx_qwen3_asr.spoken
 @pytest.fixture
 def on_a_mac(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Pretend to be Apple Silicon, with the stand-in importable as ``mlx_qwen3_asr``."""
-    monkeypatch.setattr(mlx_backend, "is_apple_silicon", lambda: True)
+    monkeypatch.setattr(availability, "is_apple_silicon", lambda: True)
     yield
 
 
@@ -156,10 +157,11 @@ def on_a_pretend_mac(arguments: list[str], with_library: bool) -> tuple[list[str
     ``with_library``: the stand-in is importable as ``mlx_qwen3_asr``.
     """
     code = (
-        "import sys; from wyoming_qwen3 import mlx_backend; mlx_backend.is_apple_silicon = lambda: True; "
+        "import sys; from wyoming_qwen3.backends.mlx import availability; "
+        "availability.is_apple_silicon = lambda: True; "
         f"sys.argv = ['wyoming-qwen3'] + {arguments!r}; from wyoming_qwen3.__main__ import run; run()"
     )
-    path = [str(STANDINS)] if with_library else []
+    path = [str(standins.FOLDER)] if with_library else []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(Path.cwd())]), "HF_HUB_OFFLINE": "1"}
     return [sys.executable, "-c", code], env
 

@@ -12,21 +12,17 @@ import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
-from wyoming.server import AsyncTcpServer
 
-from benchmarks.server import free_port
-from wyoming_qwen3.backend import Backend, FinalText, SessionOptions, StreamingSession
-from wyoming_qwen3.handler import HandlerConfig, Qwen3EventHandler
-from wyoming_qwen3.inference import FINAL, STEP, InferenceExecutor
-from wyoming_qwen3.info import build_info
-from wyoming_qwen3.models import ResolvedModel
-from wyoming_qwen3.qwen import SAMPLE_RATE
+from wyoming_qwen3.backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
+from wyoming_qwen3.backends.inference import FINAL, STEP, InferenceExecutor
+from wyoming_qwen3.model.format import SAMPLE_RATE
+
+from .conftest import serving
 
 STEP_SECONDS = 1.0
 
@@ -51,10 +47,10 @@ class SlowSession(StreamingSession):
     def stop_early(self) -> None:
         self.speaker_finished.set()
 
-    def finish(self, audio: np.ndarray | None = None) -> FinalText:
+    def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
         self.calls.append(Call("final", 0 if audio is None else audio.shape[0], time.monotonic()))
         time.sleep(0.2)
-        return FinalText("end", "English")
+        return FinalDelta("end", "English")
 
 
 class SlowBackend(Backend):
@@ -90,19 +86,12 @@ async def stream_in_real_time(port: int, seconds: float) -> tuple[float, float]:
                 return stopped, time.monotonic()
 
 
-def test_slow_steps_take_all_new_audio_and_none_runs_after_audio_stop(tmp_path: Path) -> None:
+def test_slow_steps_take_all_new_audio_and_none_runs_after_audio_stop() -> None:
     backend = SlowBackend()
-    model = ResolvedModel("slow", tmp_path, "slow", "https://example.invalid")
-    info = build_info(model, backend.name, backend.supported_languages)
-    port = free_port()
 
     async def main() -> tuple[float, float]:
-        server = AsyncTcpServer("127.0.0.1", port)
-        await server.start(lambda *a: Qwen3EventHandler(*a, info=info, backend=backend, config=HandlerConfig()))
-        try:
+        async with serving(backend) as port:
             return await stream_in_real_time(port, 3.2)
-        finally:
-            await server.stop()
 
     stopped, transcript = asyncio.run(main())
     backend.executor.shutdown()

@@ -10,13 +10,16 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from wyoming_qwen3 import simulkv
-from wyoming_qwen3.alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder
-from wyoming_qwen3.backend import SessionOptions
-from wyoming_qwen3.qwen import SAMPLE_RATE, QwenAsrModel, repeated_tail
-from wyoming_qwen3.random_model import build_random_model
-from wyoming_qwen3.simulkv import SimulKvBackend, SimulKvSession, SimulKvSettings, step_token_cap
-from wyoming_qwen3.text_units import SentText, complete_units
+from tools.random_model import build_random_model
+from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.simulkv import session as session_module
+from wyoming_qwen3.backends.simulkv.alignatt import AttentionRecorder
+from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
+from wyoming_qwen3.backends.simulkv.session import SimulKvSession, step_token_cap
+from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads, AlignmentPolicy, SimulKvSettings
+from wyoming_qwen3.backends.text_units import SentText, complete_units
+from wyoming_qwen3.model.format import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE, repeated_tail
+from wyoming_qwen3.model.qwen import QwenAsrModel
 
 from .conftest import SCRIPT_TEXT
 
@@ -54,8 +57,8 @@ def full_recompute_logits(model: QwenAsrModel, s: SimulKvSession, language: str 
     prompt = model.prompt_ids("", language)
     parts = [model.embed_tokens(prompt.prefix), model.audio_embeddings(s.buffer).unsqueeze(0)]
     parts.append(model.embed_tokens(prompt.suffix))
-    if s.context_ids:
-        parts.append(model.embed_tokens(s.context_ids))
+    if s.answer_ids:
+        parts.append(model.embed_tokens(s.answer_ids))
     embeds = torch.cat(parts, dim=1)
     positions = torch.arange(embeds.shape[1]).view(1, 1, -1).expand(3, 1, -1)
     with torch.inference_mode():
@@ -102,7 +105,7 @@ def test_incremental_prefill_equals_full_recompute_across_window_boundaries(tiny
         reused.append(s.stats.last_reused_tokens)
         expected = full_recompute_logits(tiny, s, "English")
         assert torch.allclose(state.logits, expected, atol=1e-4), f"at {end} s"
-    assert s.context_ids, "the policy should have committed tokens"
+    assert s.answer_ids, "the policy should have committed tokens"
     # After the 2 s and 4 s window boundaries the first windows' KV is reused, not recomputed.
     assert max(reused) >= len(tiny.prompt_ids("", "English").prefix) + 2 * 26
 
@@ -174,7 +177,7 @@ class PinnedAttention(AttentionRecorder):
 
 def pin_attention(monkeypatch: pytest.MonkeyPatch, target: int) -> None:
     """Every alignment head attends to audio token ``target`` (negative: counted from the end)."""
-    monkeypatch.setattr(simulkv, "AttentionRecorder", PinnedAttention)
+    monkeypatch.setattr(session_module, "AttentionRecorder", PinnedAttention)
     monkeypatch.setattr(PinnedAttention, "target", target)
 
 
@@ -230,7 +233,7 @@ def test_finish_decodes_a_word_begun_but_not_sent_again(scripted, monkeypatch) -
         for t, i in sorted(tokenizer.get_vocab().items())
         if t.startswith("Ġ") and t[1:].isalpha() and i not in s._committed
     )
-    for tokens in (s._committed, s._context):
+    for tokens in (s._committed, s._answer):
         tokens[-len(last) :] = [wrong]
     del s._times[-len(last) + 1 :]
     assert s.finish().text.split() == SCRIPT_TEXT.split()[-1:]
@@ -240,36 +243,11 @@ def test_attention_jumping_back_discards_the_steps_tokens(scripted, monkeypatch)
     pin_attention(monkeypatch, 30)  # 2.3 s into the audio
     s = session(scripted, AlignmentPolicy(border_seconds=0.5, rewind_seconds=1.0), language=None)
     s.feed(noise(3.0))
-    committed = list(s.context_ids)
+    committed = list(s.answer_ids)
     assert committed
     pin_attention(monkeypatch, 0)  # jumps back 2.3 s > 1 s: rewind
     s.feed(noise(0.5, seed=9))
-    assert s.context_ids == committed
-
-
-def test_word_times_are_monotonic(scripted) -> None:
-    s = session(scripted, AlignmentPolicy(border_seconds=0.5), language=None)
-    audio = noise(4.0)
-    for start in range(0, audio.shape[0], 8000):
-        s.feed(audio[start : start + 8000])
-    s.finish()
-    times = s.word_times
-    assert [w.text for w in times] == SCRIPT_TEXT.split()
-    assert all(a.end <= b.start for a, b in zip(times, times[1:], strict=False))
-    assert all(0 <= w.start <= w.end <= 4.0 for w in times)
-
-
-def test_word_times_continue_across_trims(tiny) -> None:
-    s = session(tiny, EMIT_ALL, stream_window_seconds=4.0, stream_keep_seconds=2.0)
-    audio = noise(9.0, seed=5)
-    for start in range(0, audio.shape[0], 8000):
-        s.feed(audio[start : start + 8000])
-    s.finish()
-    times = s.word_times
-    assert s.offset_seconds == pytest.approx(6.0)
-    assert all(a.end <= b.start for a, b in zip(times, times[1:], strict=False))
-    # Tokens written after the cut look at the remaining audio: their times include the offset.
-    assert s.offset_seconds <= times[-1].end <= 9.0
+    assert s.answer_ids == committed
 
 
 def test_alignment_heads_file_round_trip(tmp_path: Path) -> None:
@@ -359,7 +337,7 @@ class SequencedAttention(AttentionRecorder):
 
 
 def sequenced(monkeypatch, targets: list[int]) -> None:
-    monkeypatch.setattr(simulkv, "AttentionRecorder", SequencedAttention)
+    monkeypatch.setattr(session_module, "AttentionRecorder", SequencedAttention)
     monkeypatch.setattr(SequencedAttention, "targets", targets)
     monkeypatch.setattr(SequencedAttention, "calls", 0)
 
@@ -368,14 +346,14 @@ def test_a_rewind_resets_the_last_attended_position(scripted, monkeypatch) -> No
     s = session(scripted, AlignmentPolicy(border_seconds=0.5, rewind_seconds=1.0), language="English")
     sequenced(monkeypatch, [30, 30, 38])  # 3 s = 39 audio tokens: the third token is at the border
     text = s.feed(noise(3.0))
-    committed = list(s.context_ids)
+    committed = list(s.answer_ids)
     assert len(committed) == 2
     sequenced(monkeypatch, [0])  # 30 -> 0 tokens: back 2.3 s, more than 1 s: rewind
     text += s.feed(noise(0.5, seed=9))
-    assert s.context_ids == committed
+    assert s.answer_ids == committed
     # The next step starts afresh: a stale 2.3 s would make every step rewind from here on.
     text += s.feed(noise(0.5, seed=10))
-    assert len(s.context_ids) > len(committed)
+    assert len(s.answer_ids) > len(committed)
     assert text + s.finish().text == SCRIPT_TEXT
 
 
@@ -396,7 +374,7 @@ def test_a_detected_language_waits_for_two_seconds_of_audio(scripted, monkeypatc
     audio = noise(3.0)
     for start in range(0, 3 * 8000, 8000):  # 1.5 s
         assert s.feed(audio[start : start + 8000]) == ""
-    assert s.context_ids == []  # not even the language is committed yet
+    assert s.answer_ids == []  # not even the language is committed yet
     streamed = "".join(s.feed(audio[start : start + 8000]) for start in range(3 * 8000, audio.shape[0], 8000))
     assert streamed == " ".join(SCRIPT_TEXT.split()[:-1])
     assert s.language == "English"
@@ -432,7 +410,7 @@ def test_a_step_that_loops_is_discarded(scripted, monkeypatch) -> None:
     forced_decoding(monkeypatch, scripted, [the, on] * 40)
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
     assert s.feed(noise(1.0)) == ""
-    assert s.context_ids == []  # nothing of the loop is committed, so nothing can be streamed
+    assert s.answer_ids == []  # nothing of the loop is committed, so nothing can be streamed
 
 
 def test_a_non_final_step_writes_only_what_its_new_audio_can_hold(scripted, monkeypatch) -> None:
@@ -441,10 +419,10 @@ def test_a_non_final_step_writes_only_what_its_new_audio_can_hold(scripted, monk
     forced_decoding(monkeypatch, scripted, words[:60])  # never an end: a runaway step
     s = session(scripted, AlignmentPolicy(border_seconds=0.5), language="English")
     s.feed(noise(1.0))
-    assert len(s.context_ids) == step_token_cap(1.0, in_preamble=False) == 16
+    assert len(s.answer_ids) == step_token_cap(1.0, in_preamble=False) == 16
 
 
-def test_the_context_is_cut_before_whole_units_only(tiny) -> None:
+def test_the_answer_is_cut_before_whole_units_only(tiny) -> None:
     s = session(tiny, EMIT_ALL)
     ids = tiny.tokenizer(" turn on the kitchen lights", add_special_tokens=False)["input_ids"]
     pieces = [tiny.tokenizer.decode([i]) for i in ids]
@@ -459,9 +437,9 @@ def test_the_context_is_cut_before_whole_units_only(tiny) -> None:
     if starts[3] - starts[2] > 1:
         times[starts[2] + 1] = 1.0
     s._times = times
-    assert s._first_unit_heard_after(2.0, 0) == starts[2]  # the whole third unit stays, nothing split
-    assert s._first_unit_heard_after(0.0, 0) == 0
-    assert s._first_unit_heard_after(9.0, 0) == len(ids)
+    assert s._first_unit_attending_from(2.0, 0) == starts[2]  # the whole third unit stays, nothing split
+    assert s._first_unit_attending_from(0.0, 0) == 0
+    assert s._first_unit_attending_from(9.0, 0) == len(ids)
 
 
 @dataclass(frozen=True)
@@ -482,7 +460,7 @@ class PacedPolicy(AlignmentPolicy):
         index = len(s._committed) + self.pace["decided"]
         self.pace["decided"] += 1
         heard_at = (index + 1) / self.tokens_per_second_spoken
-        return round((heard_at - s.offset_seconds) * self.tokens_per_second)
+        return round((heard_at - s.offset_seconds) * AUDIO_TOKENS_PER_SECOND)
 
 
 SLIDING_SCRIPT = "door set office room to twenty degrees lock front stop music turn lights"  # no token twice
@@ -503,12 +481,12 @@ def test_a_sliding_stream_window_loses_and_doubles_no_word(tmp_path) -> None:
         # The answer fed back is whole words at the end of the committed text, and holds every
         # word whose tokens attend to audio still in the buffer.
         committed = model.decode_text(s._committed)
-        context = model.decode_text(s.context_ids)
+        context = model.decode_text(s.answer_ids)
         assert committed.endswith(context) and (context in ("", committed) or context.startswith(" "))
         heard = [t for t, time in zip(s._committed, s._times, strict=True) if time >= s.offset_seconds]
         assert model.decode_text(heard).strip() in context
-        if s.context_ids:  # ... and no word whose audio is gone by more than the border
-            first = len(s._committed) - len(s.context_ids)
+        if s.answer_ids:  # ... and no word whose audio is gone by more than the border
+            first = len(s._committed) - len(s.answer_ids)
             pieces = [model.decode_text([t]) for t in s._committed[first:]]
             length = next((i for i in range(1, len(pieces)) if pieces[i].startswith(" ")), len(pieces))
             assert max(s._times[first : first + length]) >= s.offset_seconds - policy.border_seconds
@@ -530,7 +508,7 @@ def test_once_the_speaker_has_finished_a_step_ends_at_its_next_token_and_no_step
 
     monkeypatch.setattr(scripted, "forward", forward_then_stop)
     s.feed(noise(1.0))
-    assert s.stats.steps == 1 and len(s.context_ids) == 1  # the token decided before, and no more
+    assert s.stats.steps == 1 and len(s.answer_ids) == 1  # the token decided before, and no more
     s.feed(noise(1.0, seed=1))
     assert s.stats.steps == 1  # the audio waits for the final pass
     assert s.finish().text == SCRIPT_TEXT

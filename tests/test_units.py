@@ -7,10 +7,11 @@ import pytest
 import torch
 from wyoming.audio import AudioChunk, AudioFormat
 
-from wyoming_qwen3.audio import AudioFormatError, AudioNormalizer
-from wyoming_qwen3.languages import LANGUAGE_NAMES, UnknownLanguageError, language_codes, resolve_language
-from wyoming_qwen3.local_agreement import LocalAgreement
-from wyoming_qwen3.qwen import Transcription, parse_output, select_dtype
+from wyoming_qwen3.backends.mlx.local_agreement import LocalAgreement
+from wyoming_qwen3.model.format import Transcription, parse_output
+from wyoming_qwen3.model.languages import LANGUAGE_NAMES, UnknownLanguageError, language_codes, resolve_language
+from wyoming_qwen3.model.qwen import select_dtype
+from wyoming_qwen3.server.audio import AudioFormatError, AudioNormalizer
 
 ALL = list(LANGUAGE_NAMES.values())
 

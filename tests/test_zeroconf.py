@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import uuid
+from pathlib import Path
 
 from zeroconf import IPVersion, ServiceBrowser, ServiceListener, Zeroconf
 
-from wyoming_qwen3.discovery import SERVICE_TYPE, routable_address
+from wyoming_qwen3.server.discovery import SERVICE_TYPE, routable_address
 
-from .conftest import start_server
+from .conftest import SERVER_ADDRESS, Lan, ip, start_server
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Collector(ServiceListener):
@@ -72,10 +77,26 @@ def test_server_is_announced_with_its_port_and_withdrawn_on_shutdown(scripted_mo
         zc.close()
 
 
-def test_unspecified_bind_address_is_never_announced() -> None:
-    assert routable_address("127.0.0.1") == "127.0.0.1"
+def announced_address(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """What ``routable_address`` picks for a server bound to 0.0.0.0, run by ``command`` (a namespace's)."""
+    code = "from wyoming_qwen3.server.discovery import routable_address; print(routable_address('0.0.0.0'))"
+    return subprocess.run([*command, sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+def test_a_server_bound_to_every_interface_announces_its_default_routes_address(lan: Lan) -> None:
+    assert routable_address("127.0.0.1") == "127.0.0.1"  # a specific address is announced as it is
+    result = announced_address(lan.command(lan.server, "env"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == SERVER_ADDRESS  # the LAN address, never 0.0.0.0
+
+
+def test_a_host_with_no_route_announces_nothing_and_says_why(lan: Lan) -> None:
+    alone = f"{lan.server}-alone"
+    ip("netns", "add", alone)
     try:
-        detected = routable_address("0.0.0.0")
-    except OSError:
-        return  # a machine with no network at all: refusing is right too
-    assert detected != "0.0.0.0"
+        ip("-n", alone, "link", "set", "lo", "up")
+        result = announced_address(["ip", "netns", "exec", alone])
+    finally:
+        ip("netns", "del", alone, check=False)
+    assert result.returncode != 0
+    assert "OSError: no network interface to announce on" in result.stderr

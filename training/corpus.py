@@ -11,13 +11,13 @@ import ctypes
 import ctypes.util
 import functools
 import random
-import subprocess
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-SAMPLE_RATE = 16000
+from tools.speech import to_16khz
+from wyoming_qwen3.model.format import SAMPLE_RATE
 
 AREAS = [
     "kitchen",
@@ -219,7 +219,7 @@ class Espeak:
 
     For training only: the library keeps state from one utterance to the next,
     so its samples differ slightly from a fresh ``espeak-ng`` process's (which
-    is why :func:`speak`, used for evaluation, runs the command). The library
+    is why ``tools.speech.speak``, used for evaluation, runs the command). The library
     holds one voice for the whole process, so calls are serialized.
     """
 
@@ -268,7 +268,7 @@ class Espeak:
 
     def speak(self, text: str, voice: str, speed: int, pitch: int) -> Speech:
         samples, words = self.samples(text, voice, speed, pitch)
-        audio = _to_16khz(["-t", "raw", "-r", str(self.rate), "-e", "signed", "-b", "16", "-c", "1"], samples.tobytes())
+        audio = to_16khz(["-t", "raw", "-r", str(self.rate), "-e", "signed", "-b", "16", "-c", "1"], samples.tobytes())
         return Speech(text, audio, [(characters, sample / self.rate) for characters, sample in words])
 
 
@@ -281,28 +281,6 @@ def espeak() -> Espeak:
 def speak_timed(text: str, voice: str, speed: int, pitch: int) -> Speech:
     """Training speech: espeak-ng audio with the times its words begin."""
     return espeak().speak(text, voice, speed, pitch)
-
-
-def speak(text: str, voice: str, speed: int, pitch: int) -> np.ndarray:
-    """espeak-ng speech at 16 kHz mono float32, the same for the same arguments on every call."""
-    wav = subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "--stdout", text],
-        check=True,
-        capture_output=True,
-    ).stdout
-    return _to_16khz(["-t", "wav"], wav)
-
-
-def _to_16khz(input_format: list[str], data: bytes) -> np.ndarray:
-    # No dither (-D): sox's dither made the same speech differ from run to run.
-    output = ["-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", "-"]
-    raw = subprocess.run(
-        ["sox", "-D", *input_format, "-", *output],
-        input=data,
-        check=True,
-        capture_output=True,
-    ).stdout
-    return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
 
 
 def augment(speech: Speech, rng: np.random.Generator) -> Speech:

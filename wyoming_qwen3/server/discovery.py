@@ -13,7 +13,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-import uuid
 
 from zeroconf import InterfaceChoice, IPVersion
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
@@ -40,11 +39,6 @@ def routable_address(bind_host: str) -> str:
     if ipaddress.ip_address(detected).is_unspecified:
         raise OSError("no routable address found to announce; bind --uri to a specific address")
     return detected
-
-
-def default_service_name() -> str:
-    """A name unique on the LAN: the machine's MAC address, as wyoming does."""
-    return f"{uuid.getnode():012x}"
 
 
 class ServiceAnnouncement:

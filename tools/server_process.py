@@ -1,4 +1,4 @@
-"""Starting a real wyoming-qwen3 process on loopback, for tests and benchmarks."""
+"""Starting a real wyoming-qwen3 process on loopback, as the README runs it, for tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -32,8 +32,13 @@ class ServerProcess:
     def uri(self) -> str:
         return f"tcp://{self.host}:{self.port}"
 
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
+    def log(self, since: int = 0) -> str:
+        """The server's log, from the ``log_mark`` given on."""
+        return self.log_path.read_bytes()[since:].decode("utf-8", errors="replace")
+
+    def log_mark(self) -> int:
+        """Where the log ends now: a test reads only what its own requests logged."""
+        return self.log_path.stat().st_size
 
     def stop(self) -> int:
         if self.process.poll() is None:
@@ -72,13 +77,15 @@ def server_flags(args: argparse.Namespace) -> list[str]:
     return flags
 
 
-def start_server(model: Path, log_path: Path, *extra: str, timeout: float = 120.0) -> ServerProcess:
-    """Start the server and wait until it accepts connections."""
+def start_server(
+    model: Path | str, log_path: Path, *extra: str, timeout: float = 120.0, module: str = "wyoming_qwen3"
+) -> ServerProcess:
+    """Start the server (``python -m module``) and wait until it accepts connections."""
     port = free_port()
     command = [
         sys.executable,
         "-m",
-        "wyoming_qwen3",
+        module,
         "--uri",
         f"tcp://127.0.0.1:{port}",
         "--model",

@@ -1,32 +1,23 @@
-"""AlignAtt: where in the audio each new token looks, and whether to emit it.
+"""How the simulkv backend streams: the AlignAtt policy, the heads it reads, and the step and window sizes.
 
-Alignment heads are (layer, head) pairs of the text decoder whose attention
-from a new token onto the audio tokens tracks the time of the word being
-written. While decoding, the query of the newest position is read against the
-cached keys of every position (the decoder's own attention, recomputed for
-those heads only), and the audio span of it is kept. The median of the heads'
-most-attended audio token is where the model "is" in the audio.
+Torch-free, so that the command line can show these defaults without loading
+torch; ``alignatt`` and ``session`` apply them to tensors.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-import torch
-from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+from ...model.format import AUDIO_TOKENS_PER_SECOND
 
-from .qwen import AUDIO_TOKENS_PER_SECOND
+if TYPE_CHECKING:
+    from torch import Tensor
 
 #: The heads file a model folder may carry.
 ALIGNMENT_HEADS_FILE = "alignment_heads.json"
-#: Name under which the recording attention is registered with transformers.
-ATTENTION_NAME = "alignatt_sdpa"
 
 
 @dataclass(frozen=True)
@@ -81,58 +72,6 @@ class AlignmentHeads:
         return cls(tuple((layer, head) for layer in range(num_layers // 2, num_layers) for head in range(num_heads)))
 
 
-def head_index(by_layer: Mapping[int, Sequence[int]], device: torch.device) -> dict[int, torch.Tensor]:
-    """Heads by layer as index tensors on ``device``: built once, so no token copies them from the host."""
-    return {layer: torch.tensor(list(heads), device=device) for layer, heads in by_layer.items() if heads}
-
-
-@dataclass
-class AttentionRecorder:
-    """Collects, for one forward pass, the last query row's attention of the alignment heads."""
-
-    #: layer -> its heads, as ``head_index`` builds them once on the model's device.
-    heads_by_layer: dict[int, torch.Tensor]
-    #: layer -> [heads, keys] attention weights of the newest position.
-    rows: dict[int, torch.Tensor] = field(default_factory=dict)
-
-    def audio_attention(self, start: int, stop: int) -> torch.Tensor:
-        """[alignment heads, audio tokens] attention of the newest position onto positions start..stop."""
-        return torch.cat([self.rows[layer][:, start:stop] for layer in sorted(self.rows)], dim=0)
-
-
-def _recording_attention(
-    module: Any,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    alignment_recorder: AttentionRecorder | None = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, Any]:
-    """SDPA attention that also records alignment heads' weights when asked to."""
-    if alignment_recorder is not None:
-        heads = alignment_recorder.heads_by_layer.get(module.layer_idx)
-        if heads is not None:
-            q = query[0, heads, -1:, :].float()  # [heads, 1, dim]
-            k = key[0, heads // module.num_key_value_groups].float()  # [heads, keys, dim]
-            # The newest position sees every key, so no mask applies to its row.
-            scores = torch.matmul(q, k.transpose(1, 2))[:, 0, :] * module.scaling
-            alignment_recorder.rows[module.layer_idx] = torch.softmax(scores, dim=-1)
-    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-
-
-AttentionInterface.register(ATTENTION_NAME, _recording_attention)
-# The same causal masks as SDPA: without this, transformers builds no mask for
-# an unknown implementation, and a prefill onto a non-empty cache attends
-# top-left-aligned (measured: logits off by 0.5 on the tiny model).
-AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
-
-
-def use_recording_attention(text_config: Any) -> None:
-    """Route the text decoder's attention through the recording SDPA function."""
-    text_config._attn_implementation = ATTENTION_NAME
-
-
 @dataclass(frozen=True)
 class AlignmentPolicy:
     """When a token may be emitted, in absolute audio time.
@@ -147,7 +86,6 @@ class AlignmentPolicy:
     #: Attention jumping back by more than this means the model lost its place:
     #: the step's tokens are discarded (rewind), as in the SimulStreaming reference.
     rewind_seconds: float = 2.0
-    tokens_per_second: float = AUDIO_TOKENS_PER_SECOND
     #: A token the model gives less than this probability waits for more audio.
     #: Off by default (as in the SimulStreaming reference); the demo model needs it:
     #: its wrong early guesses ("side room" for "stop the music") are its unsure ones.
@@ -169,18 +107,38 @@ class AlignmentPolicy:
             min_probability=first_set(min_probability, file_least, cls.min_probability),
         )
 
-    def attended_token(self, attention: torch.Tensor) -> int:
+    def attended_token(self, attention: Tensor) -> int:
         """The median over heads of each head's most-attended audio token."""
         return int(attention.argmax(dim=-1).median())
 
     def at_border(self, attended: int, audio_tokens: int) -> bool:
-        return audio_tokens - attended <= self.border_seconds * self.tokens_per_second
+        return audio_tokens - attended <= self.border_seconds * AUDIO_TOKENS_PER_SECOND
 
-    def unsure(self, logits: torch.Tensor) -> bool:
+    def unsure(self, logits: Tensor) -> bool:
         """Whether the greedy token's probability is under min_probability."""
         if self.min_probability <= 0:
             return False
-        return float(torch.softmax(logits.float(), dim=-1).max()) < self.min_probability
+        return float(logits.float().softmax(dim=-1).max()) < self.min_probability
 
     def jumped_back(self, attended: int, previous: int | None) -> bool:
-        return previous is not None and previous - attended > self.rewind_seconds * self.tokens_per_second
+        return previous is not None and previous - attended > self.rewind_seconds * AUDIO_TOKENS_PER_SECOND
+
+
+@dataclass(frozen=True)
+class SimulKvSettings:
+    """How sessions stream; the defaults are the server's."""
+
+    policy: AlignmentPolicy = field(default_factory=AlignmentPolicy)
+    #: Steps run 10 ms past each multiple of this much audio (a slower machine takes
+    #: longer steps: one runs on all the audio that came during the one before).
+    step_seconds: float = 0.5
+    #: Longest buffer; beyond it whole encoder windows are cut from the front, down to
+    #: ``stream_keep_seconds``. A cut moves every audio position, so the rest is prefilled
+    #: again: cutting much at once, rarely, keeps that cost small per audio second. With 2 s
+    #: encoder windows, 6 s cut to 2 s made a 30 s stream cost what a 10 s one does per
+    #: second (99 and 101 GFLOPs, 0.6B shape; a Home Assistant command is rarely cut at all).
+    stream_window_seconds: float = 6.0
+    stream_keep_seconds: float = 2.0
+    #: A detected language is committed once the buffer holds this much audio (the
+    #: preamble ``language X<asr_text>`` is exempt from the border, so it would be on 0.5 s).
+    language_seconds: float = 2.0

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from wyoming.audio import AudioChunk, AudioChunkConverter, AudioFormat
 
-from .qwen import SAMPLE_RATE
+from ..model.format import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 #: Sample widths (bytes) that audioop converts; 8-bit is unsigned, as in WAV.
 SUPPORTED_WIDTHS = (1, 2, 3, 4)
@@ -73,29 +73,13 @@ class AudioNormalizer:
 #: decoded. Measured: the loudest frame of 40 espeak-ng held-out commands is -14.3 to -8.4 dBFS,
 #: so speech 45 dB quieter still passes; 16-bit dither (+-1 LSB) is -91 dBFS, digital silence -inf.
 SPEECH_LEVEL_DBFS = -60.0
-_FRAME_SAMPLES = SAMPLE_RATE // 100
 
 
 def loudest_frame_dbfs(samples: np.ndarray) -> float:
     """RMS level in dBFS of the loudest 10 ms frame of 16 kHz float32 samples (-inf for silence)."""
     if samples.shape[0] == 0:
         return float("-inf")
-    whole = samples.shape[0] // _FRAME_SAMPLES * _FRAME_SAMPLES
-    frames = samples[:whole].reshape(-1, _FRAME_SAMPLES) if whole else samples.reshape(1, -1)
+    whole = samples.shape[0] // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME
+    frames = samples[:whole].reshape(-1, SAMPLES_PER_FRAME) if whole else samples.reshape(1, -1)
     loudest = float(np.sqrt(np.mean(np.square(frames, dtype=np.float64), axis=1)).max())
     return 20 * float(np.log10(loudest)) if loudest > 0 else float("-inf")
-
-
-def quietest_point(samples: np.ndarray, start: int, end: int, window_seconds: float = 0.1) -> int:
-    """The sample in ``[start, end)`` at the centre of the quietest ``window_seconds`` (a pause to cut at)."""
-    start, end = max(0, start), min(samples.shape[0], end)
-    frames = (end - start) // _FRAME_SAMPLES
-    if frames < 1:
-        return start
-    energy = np.mean(
-        np.square(samples[start : start + frames * _FRAME_SAMPLES].reshape(frames, -1), dtype=np.float64), 1
-    )
-    width = max(1, min(frames, int(window_seconds * 100)))
-    smoothed = np.convolve(energy, np.ones(width), mode="valid")
-    best = int(np.argmin(smoothed))
-    return start + (best * _FRAME_SAMPLES) + width * _FRAME_SAMPLES // 2

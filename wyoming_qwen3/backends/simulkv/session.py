@@ -1,4 +1,4 @@
-"""The simulkv backend: Qwen3-ASR with the AlignAtt SimulStreaming policy.
+"""One simulkv utterance: Qwen3-ASR decoded with the AlignAtt SimulStreaming policy.
 
 Each step (every ``step_seconds`` of new audio) decodes greedily from what is
 already committed and emits tokens while the alignment heads show the model
@@ -6,60 +6,46 @@ reading audio well before the end of the buffer; a token that looks at the
 last ``border_seconds``, or that the model is unsure of (``min_probability``),
 waits for more audio. Emitted tokens are final.
 
-The decoder sequence is ``prefix | audio | suffix | committed text | new``.
+The decoder sequence is ``prefix | audio | suffix | answer so far | new``.
 Its KV cache is kept across steps and cropped, not rebuilt: the prompt prefix
 is computed once per session, and the audio tokens of encoder windows whose
 features did not change keep their KV; only the audio tail, the prompt
-suffix, the committed text and the new tokens are prefilled again.
+suffix, the answer fed back and the new tokens are prefilled again.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .alignment import AlignmentHeads, AlignmentPolicy, AttentionRecorder, head_index, use_recording_attention
-from .audio_cache import AudioWindowCache
-from .backend import Backend, FinalText, SessionOptions, StreamingSession, TimedWord
-from .qwen import ASR_TEXT_TAG, SAMPLE_RATE, SAMPLES_PER_FRAME, QwenAsrModel, parse_output, repeated_tail
-from .text_units import SentText, begins_unit, normalize
+from ...model.format import (
+    ASR_TEXT_TAG,
+    AUDIO_TOKENS_PER_SECOND,
+    MAX_TOKENS_PER_SECOND,
+    SAMPLE_RATE,
+    SAMPLES_PER_FRAME,
+    max_new_tokens,
+    parse_output,
+    repeated_tail,
+)
+from ...model.qwen import QwenAsrModel
+from ..base import FinalDelta, SessionOptions, StreamingSession
+from ..text_units import SentText, begins_unit, normalize
+from .alignatt import AttentionRecorder, head_index
+from .encoder_cache import AudioWindowCache
+from .settings import AlignmentHeads, SimulKvSettings
 
 _LOGGER = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class SimulKvSettings:
-    """How sessions stream; the defaults are the server's."""
-
-    policy: AlignmentPolicy = AlignmentPolicy()
-    #: Steps run 10 ms past each multiple of this much audio (a slower machine takes
-    #: longer steps: one runs on all the audio that came during the one before).
-    step_seconds: float = 0.5
-    #: Longest buffer; beyond it whole encoder windows are cut from the front, down to
-    #: ``stream_keep_seconds``. A cut moves every audio position, so the rest is prefilled
-    #: again: cutting much at once, rarely, keeps that cost small per audio second. With 2 s
-    #: encoder windows, 6 s cut to 2 s made a 30 s stream cost what a 10 s one does per
-    #: second (99 and 101 GFLOPs, 0.6B shape; a Home Assistant command is rarely cut at all).
-    stream_window_seconds: float = 6.0
-    stream_keep_seconds: float = 2.0
-    #: Reuse the KV and encoder caches (off only for the benchmark's baseline).
-    reuse: bool = True
-    #: A detected language is committed once the buffer holds this much audio (the
-    #: preamble ``language X<asr_text>`` is exempt from the border, so it would be on 0.5 s).
-    language_seconds: float = 2.0
-    #: Benchmarks only: decode as if the speech were this many tokens a second, ignoring the
-    #: policy and end of sequence: a step writes the tokens of the audio before the border,
-    #: the final pass the rest. Random weights then do the real model's work.
-    scripted_tokens_per_second: float | None = None
-
-
 @dataclass
 class SessionStats:
-    """What a session computed, for tests and the benchmark."""
+    """What a session computed: the compute benchmark reads it, and debug logs could."""
 
     steps: int = 0
     #: Tokens (prompt prefix and audio) whose KV the last step kept.
@@ -71,38 +57,35 @@ class SessionStats:
     text_tokens_prefilled: int = 0
 
 
+class Verdict(Enum):
+    """What a step does with the token the model chose."""
+
+    EMIT = "emit"
+    #: Wait for more audio: the step ends, its tokens so far stay.
+    HOLD = "hold"
+    #: The model lost its place: the step's tokens are discarded.
+    REWIND = "rewind"
+    #: End of sequence.
+    END = "end"
+
+
 def step_token_cap(new_seconds: float, in_preamble: bool) -> int:
     """Tokens a non-final step may write for ``new_seconds`` of new audio.
 
-    Fast speech is about 5 tokens a second; 8 a second and 8 more leave room
-    for text held back at the border in earlier steps, and 8 more for the
-    language preamble.
+    8 and 8 a second leave room for text held back at the border in earlier
+    steps, and 8 more for the language preamble.
     """
-    return 8 + int(8 * new_seconds) + (8 if in_preamble else 0)
+    return 8 + int(MAX_TOKENS_PER_SECOND * new_seconds) + (8 if in_preamble else 0)
 
 
-class SimulKvBackend(Backend):
-    """Sessions over one loaded Qwen3-ASR model."""
+@dataclass
+class Prefill:
+    """The state after prefilling one step: the logits of the next token and where to go on."""
 
-    def __init__(
-        self,
-        model: QwenAsrModel,
-        heads: AlignmentHeads | None = None,
-        settings: SimulKvSettings | None = None,
-    ) -> None:
-        super().__init__("simulkv")
-        self.model = model
-        text_config = model.thinker.config.text_config
-        self.heads = heads or AlignmentHeads.default(text_config.num_hidden_layers, text_config.num_attention_heads)
-        self.settings = settings or SimulKvSettings()
-        use_recording_attention(text_config)
-
-    @property
-    def supported_languages(self) -> list[str]:
-        return self.model.supported_languages
-
-    def create_session(self, options: SessionOptions) -> SimulKvSession:
-        return SimulKvSession(self.model, self.heads, self.settings, options)
+    logits: torch.Tensor
+    recorder: AttentionRecorder
+    position: int
+    audio_tokens: int
 
 
 class SimulKvSession(StreamingSession):
@@ -121,20 +104,21 @@ class SimulKvSession(StreamingSession):
         self._prefix_embeds = model.embed_tokens(prompt.prefix)
         self._suffix_embeds = model.embed_tokens(prompt.suffix)
         self._buffer = np.zeros(0, dtype=np.float32)
-        self._unheard = 0
+        #: Samples added since the last step.
+        self._unstepped = 0
         #: Samples of the utterance after which the next step runs (see _step_due).
         self._next_step_at = self._step_mark(0)
         #: Samples cut from the front of the buffer.
         self._cut_samples = 0
-        self._audio_cache = AudioWindowCache(enabled=settings.reuse)
+        self._audio_cache = AudioWindowCache()
         self._cache = self._prefill_prefix()
         #: Audio tokens (after the prefix) whose KV in the cache is still valid.
         self._cached_audio_tokens = 0
         #: Every committed token, and the audio time (s) each one looked at.
         self._committed: list[int] = []
         self._times: list[float] = []
-        #: Tokens fed back as the answer so far (committed, minus text of trimmed audio).
-        self._context: list[int] = []
+        #: The answer fed back after the prompt suffix: committed tokens, minus the text of cut audio.
+        self._answer: list[int] = []
         self._sent = SentText()
         #: Audio time (s) the last committed text token looked at; None at first and after a
         #: rewind, as in the SimulStreaming reference (a stale one made every step rewind).
@@ -150,7 +134,7 @@ class SimulKvSession(StreamingSession):
 
     @property
     def buffer(self) -> np.ndarray:
-        """The audio buffered now (after any trim)."""
+        """The audio buffered now (after any cut)."""
         return self._buffer
 
     @property
@@ -159,9 +143,9 @@ class SimulKvSession(StreamingSession):
         return self._prefix_len
 
     @property
-    def context_ids(self) -> list[int]:
+    def answer_ids(self) -> list[int]:
         """The answer tokens fed back after the prompt suffix."""
-        return list(self._context)
+        return list(self._answer)
 
     # -- caches ---------------------------------------------------------------
 
@@ -181,7 +165,7 @@ class SimulKvSession(StreamingSession):
 
     def _append(self, audio: np.ndarray) -> None:
         self._buffer = np.concatenate([self._buffer, audio.astype(np.float32, copy=False)])
-        self._unheard += audio.shape[0]
+        self._unstepped += audio.shape[0]
 
     def stop_early(self) -> None:
         self._finishing = True
@@ -190,60 +174,49 @@ class SimulKvSession(StreamingSession):
         self._append(audio)
         if self._finishing or not self._step_due():
             return ""  # finishing: the final pass hears this audio, with no step before it
-        self._trim_if_needed()
+        self._cut_if_needed()
         self._step(final=False)
         return self._sent.advance(self._text(final=False), final=False)
 
-    def _heard_samples(self) -> int:
+    def _utterance_samples(self) -> int:
         """Samples of the utterance so far, cut or buffered."""
         return self._cut_samples + self._buffer.shape[0]
 
-    def _step_mark(self, heard: int) -> int:
-        """Where the first step after ``heard`` samples runs: one frame past the next multiple of the step.
+    def _step_mark(self, samples: int) -> int:
+        """Where the first step after ``samples`` runs: one frame past the next multiple of the step.
 
-        A window is complete once a frame follows it (audio_cache), so a step that ended
+        A window is complete once a frame follows it (encoder_cache), so a step that ended
         exactly on a window's end would encode and prefill that window twice: 10 ms later,
         with steps a multiple or a divisor of the window, each window is encoded once, as it
         completes (at 2 s steps and windows the encoder's FLOPs fell from 16.1 to 9.2 per audio
         second, the offline pass's 8.9).
         """
         step = max(1, round(self._settings.step_seconds * SAMPLE_RATE))
-        return (max(0, heard - SAMPLES_PER_FRAME) // step + 1) * step + SAMPLES_PER_FRAME
+        return (max(0, samples - SAMPLES_PER_FRAME) // step + 1) * step + SAMPLES_PER_FRAME
 
     def _step_due(self) -> bool:
-        heard = self._heard_samples()
-        if heard < self._next_step_at:
+        samples = self._utterance_samples()
+        if samples < self._next_step_at:
             return False
-        self._next_step_at = self._step_mark(heard)
+        self._next_step_at = self._step_mark(samples)
         return True
 
-    def finish(self, audio: np.ndarray | None = None) -> FinalText:
+    def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
         if audio is not None:
             self._append(audio)
-            self._trim_if_needed()
+            self._cut_if_needed()
         if self._buffer.shape[0] > 0:
-            if self._settings.scripted_tokens_per_second is None:
-                # (Random weights write no words, so the benchmarks' script would forget all.)
-                self._forget_unsent_text()
+            self._forget_unsent_text()
             self._step(final=True)
-        return FinalText(text=self._sent.advance(self._text(final=True), final=True), language=self.language)
-
-    @dataclass
-    class Prefill:
-        """The state after prefilling one step: the logits of the next token and where to go on."""
-
-        logits: torch.Tensor
-        recorder: AttentionRecorder
-        position: int
-        audio_tokens: int
+        return FinalDelta(text=self._sent.advance(self._text(final=True), final=True), language=self.language)
 
     @torch.inference_mode()
-    def prefill(self) -> SimulKvSession.Prefill:
-        """Bring the KV cache up to date with the buffer and the committed text.
+    def prefill(self) -> Prefill:
+        """Bring the KV cache up to date with the buffer and the answer so far.
 
         Only what changed is computed: the cache is cropped to the prompt
         prefix plus the audio tokens of unchanged leading windows, and the rest
-        (audio tail, prompt suffix, committed text) is prefilled onto it.
+        (audio tail, prompt suffix, answer) is prefilled onto it.
         """
         model = self._model
         encoded = self._audio_cache.encode(model, model.log_mel(self._buffer))
@@ -251,12 +224,8 @@ class SimulKvSession(StreamingSession):
         self._crop(encoded.stable_tokens)
         start = self._prefix_len + self._cached_audio_tokens
         parts = [audio[self._cached_audio_tokens :].unsqueeze(0), self._suffix_embeds]
-        if self._context:
-            parts.append(model.embed_tokens(self._context))
-        if not self._settings.reuse:  # the benchmark's baseline recomputes everything
-            parts.insert(0, self._prefix_embeds)
-            self._cache.crop(0)
-            start = 0
+        if self._answer:
+            parts.append(model.embed_tokens(self._answer))
         recorder = AttentionRecorder(self._heads_by_layer)
         prefill = torch.cat(parts, dim=1)
         self.stats.last_reused_tokens = start
@@ -266,76 +235,93 @@ class SimulKvSession(StreamingSession):
         self.stats.text_tokens_prefilled += prefill.shape[1] - new_audio_tokens
         logits = model.forward(prefill, start, self._cache, alignment_recorder=recorder)
         self._cached_audio_tokens = audio.shape[0]
-        return SimulKvSession.Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])
+        return Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])
 
     @torch.inference_mode()
     def _step(self, final: bool) -> None:
-        new_seconds = self._unheard / SAMPLE_RATE
-        self._unheard = 0
+        new_seconds = self._unstepped / SAMPLE_RATE
+        self._unstepped = 0
         self.stats.steps += 1
         model = self._model
         state = self.prefill()
         logits, recorder, position, audio_tokens = state.logits, state.recorder, state.position, state.audio_tokens
         audio_span = (self._prefix_len, self._prefix_len + audio_tokens)
-        budget = self._token_budget()
         previous = self._last_attended_token()
-        ids = model.token_ids
-        in_preamble = not self._options.language and ids.asr_text not in self._committed
+        in_preamble = not self._options.language and model.token_ids.asr_text not in self._committed
         new_tokens: list[int] = []
         new_times: list[float] = []
-        scripted = self._settings.scripted_tokens_per_second
-        if scripted is not None:
-            limit = self._scripted_tokens(scripted, final)
-        elif final:
-            limit = budget
-        else:
-            # A non-final step writes what the new audio can hold, so a runaway step costs little.
-            limit = min(budget, step_token_cap(new_seconds, in_preamble))
+        limit = self._step_limit(final, new_seconds, in_preamble)
         for index in range(limit):
             if self._finishing and not final:
                 break  # the speaker has finished: the final pass is what they wait for
             token = int(logits.argmax())
             attended = self._policy.attended_token(recorder.audio_attention(*audio_span))
             # The language preamble and special tokens do not track the audio: no policy applies.
-            is_text = not in_preamble and token not in ids.special
-            if scripted is None:
-                if token in ids.eos:
-                    break
-                if not final and in_preamble and self._buffer.shape[0] < self._settings.language_seconds * SAMPLE_RATE:
-                    break  # the language, once committed, holds for the utterance: decide it on enough audio
-                if not final and is_text and self._policy.jumped_back(attended, previous):
-                    _LOGGER.debug("Rewind: attention jumped from token %s to %s", previous, attended)
-                    new_tokens, new_times = [], []
-                    self._last_text_time = None
-                    break
-                if not final and is_text:
-                    if self._policy.at_border(attended, audio_tokens) or self._policy.unsure(logits):
-                        break
+            is_text = not in_preamble and token not in model.token_ids.special
+            verdict = self._verdict(token, logits, attended, previous, audio_tokens, final, in_preamble, is_text)
+            if verdict is Verdict.REWIND:
+                _LOGGER.debug("Rewind: attention jumped from token %s to %s", previous, attended)
+                new_tokens, new_times = [], []
+                self._last_text_time = None
+            if verdict is not Verdict.EMIT:
+                break
             new_tokens.append(token)
-            new_times.append(self.offset_seconds + attended / self._policy.tokens_per_second)
+            new_times.append(self.offset_seconds + attended / AUDIO_TOKENS_PER_SECOND)
             if is_text:
                 previous = attended
                 self._last_text_time = new_times[-1]
-            in_preamble = in_preamble and token != ids.asr_text
+            in_preamble = in_preamble and token != model.token_ids.asr_text
             if index + 1 == limit:
                 break  # no token follows: its forward would be computed for nothing
             recorder = AttentionRecorder(self._heads_by_layer)
             logits = model.forward(model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder)
             position += 1
-        if scripted is None:
-            new_tokens, new_times = self._without_loop(new_tokens, new_times, final)
-            if final and len(new_tokens) == limit:
-                _LOGGER.warning("The final pass used its whole budget of %d tokens; the transcript may be cut", limit)
+        new_tokens, new_times = self._guarded(new_tokens, new_times, final, limit)
         self._committed += new_tokens
-        self._context += new_tokens
+        self._answer += new_tokens
         self._times += new_times
 
-    def _without_loop(self, tokens: list[int], times: list[float], final: bool) -> tuple[list[int], list[float]]:
+    def _step_limit(self, final: bool, new_seconds: float, in_preamble: bool) -> int:
+        """Tokens this step may write: the utterance's budget, and a non-final step what its new audio can hold."""
+        budget = max(0, max_new_tokens(self._utterance_samples() / SAMPLE_RATE) - len(self._committed))
+        if final:
+            return budget
+        return min(budget, step_token_cap(new_seconds, in_preamble))
+
+    def _verdict(
+        self,
+        token: int,
+        logits: torch.Tensor,
+        attended: int,
+        previous: int | None,
+        audio_tokens: int,
+        final: bool,
+        in_preamble: bool,
+        is_text: bool,
+    ) -> Verdict:
+        """The AlignAtt decision on the model's greedy token."""
+        if token in self._model.token_ids.eos:
+            return Verdict.END
+        if final:
+            return Verdict.EMIT
+        if in_preamble and self._buffer.shape[0] < self._settings.language_seconds * SAMPLE_RATE:
+            return Verdict.HOLD  # the language, once committed, holds for the utterance: decide it on enough audio
+        if not is_text:
+            return Verdict.EMIT
+        if self._policy.jumped_back(attended, previous):
+            return Verdict.REWIND
+        if self._policy.at_border(attended, audio_tokens) or self._policy.unsure(logits):
+            return Verdict.HOLD
+        return Verdict.EMIT
+
+    def _guarded(self, tokens: list[int], times: list[float], final: bool, limit: int) -> tuple[list[int], list[float]]:
         """A step ending in a loop is discarded; the final pass keeps the loop's first copy only.
 
         Streamed text cannot be taken back, so a hallucinated loop ("the the the ...")
         must never be committed by a non-final step.
         """
+        if final and tokens and len(tokens) == limit:
+            _LOGGER.warning("The final pass used its whole budget of %d tokens; the transcript may be cut", limit)
         looping = min(repeated_tail(self._committed + tokens), len(tokens))
         if not looping:
             return tokens, times
@@ -368,25 +354,14 @@ class SimulKvSession(StreamingSession):
         dropped = len(self._committed) - keep
         if dropped:
             del self._committed[keep:], self._times[keep:]
-            del self._context[max(preamble, len(self._context) - dropped) :]
-
-    def _scripted_tokens(self, tokens_per_second: float, final: bool) -> int:
-        """Tokens the benchmarks' schedule writes now: those of the audio before the border, or all."""
-        heard = self._heard_samples() / SAMPLE_RATE
-        if not final:
-            heard = max(0.0, heard - self._policy.border_seconds)
-        return max(0, int(tokens_per_second * heard) - len(self._committed))
-
-    def _token_budget(self) -> int:
-        total = self._model.max_new_tokens(self._heard_samples() / SAMPLE_RATE)
-        return max(0, total - len(self._committed))
+            del self._answer[max(preamble, len(self._answer) - dropped) :]
 
     def _last_attended_token(self) -> int | None:
         if self._last_text_time is None:
             return None
-        return round((self._last_text_time - self.offset_seconds) * self._policy.tokens_per_second)
+        return round((self._last_text_time - self.offset_seconds) * AUDIO_TOKENS_PER_SECOND)
 
-    def _trim_if_needed(self) -> None:
+    def _cut_if_needed(self) -> None:
         """Once the buffer is longer than the stream window, cut whole encoder windows from its front."""
         settings = self._settings
         if self._buffer.shape[0] <= settings.stream_window_seconds * SAMPLE_RATE:
@@ -406,9 +381,9 @@ class SimulKvSession(StreamingSession):
         preamble = self._preamble_length()
         # A unit heard within the border before the cut stays too: attended times are the heads'
         # estimate, and a word whose end remains but whose text left would be written again.
-        keep = self._first_unit_heard_after(self.offset_seconds - self._policy.border_seconds, preamble)
-        self._context = self._committed[:preamble] + self._committed[keep:]
-        _LOGGER.debug("Trimmed %s window(s); buffer starts at %.2f s", windows, self.offset_seconds)
+        keep = self._first_unit_attending_from(self.offset_seconds - self._policy.border_seconds, preamble)
+        self._answer = self._committed[:preamble] + self._committed[keep:]
+        _LOGGER.debug("Cut %s window(s); buffer starts at %.2f s", windows, self.offset_seconds)
 
     # -- text -----------------------------------------------------------------
 
@@ -433,22 +408,10 @@ class SimulKvSession(StreamingSession):
             return self._options.language
         return parse_output(self._model.decode_text(self._committed), None).language
 
-    @property
-    def word_times(self) -> list[TimedWord]:
-        """Committed words with the audio times their tokens attended, monotonic."""
-        tokenizer = self._model.tokenizer
-        starts = self._word_starts(self._preamble_length())
-        words: list[TimedWord] = []
-        latest = 0.0
-        for start, stop in zip(starts, [*starts[1:], len(self._committed)], strict=True):
-            words.append(self._timed(tokenizer.decode(self._committed[start:stop]), self._times[start:stop], latest))
-            latest = words[-1].end
-        return [w for w in words if w.text]
-
-    def _first_unit_heard_after(self, offset: float, preamble: int) -> int:
+    def _first_unit_attending_from(self, offset: float, preamble: int) -> int:
         """The first committed token of the earliest unit with a token attending at or after ``offset``.
 
-        The context is cut at a unit boundary, and only before units whose audio
+        The answer is cut at a unit boundary, and only before units whose audio
         is wholly gone: attended times are not monotonic, so a later unit may
         attend earlier than one before it, and a unit cut in two would be
         written again (doubled) or lost. Every unit from this one on is kept.
@@ -463,17 +426,3 @@ class SimulKvSession(StreamingSession):
             if self._times[index] >= offset:
                 return start
         return len(self._committed)
-
-    def _word_starts(self, preamble: int) -> list[int]:
-        """Indices of the committed tokens that begin a transcript word (after the preamble)."""
-        tokenizer = self._model.tokenizer
-        return [
-            index
-            for index in range(preamble, len(self._committed))
-            if index == preamble or tokenizer.decode([self._committed[index]]).startswith(" ")
-        ]
-
-    @staticmethod
-    def _timed(text: str, times: list[float], latest: float) -> TimedWord:
-        start = max(times[0], latest)
-        return TimedWord(text.strip(), start, max(start, times[-1]))

@@ -11,12 +11,13 @@ seconds), and whether it came with the final transcript.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .text_units import split_units
+from ..backends.text_units import split_units
 
 
 @dataclass
@@ -26,6 +27,15 @@ class EmissionLog:
     path: Path
     utterance: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
+    @staticmethod
+    def check_target(target: Path) -> None:
+        """Raise OSError, saying why, unless ``target`` is a folder or a file this process can write."""
+        folder = target if target.is_dir() else target.parent
+        if not folder.is_dir():
+            raise OSError(f"{folder} is not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK) or (target.is_file() and not os.access(target, os.W_OK)):
+            raise OSError(f"{target} is not writable")
+
     @classmethod
     def for_utterance(cls, target: Path) -> EmissionLog:
         utterance = uuid.uuid4().hex[:12]
@@ -33,6 +43,7 @@ class EmissionLog:
         return cls(path, utterance)
 
     def write(self, delta: str, speech_seconds: float, final: bool) -> None:
+        """Append one line per unit of ``delta``; blocking file I/O, so the server calls it off its event loop."""
         sent = time.time()
         lines = [
             json.dumps(

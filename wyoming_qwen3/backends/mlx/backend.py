@@ -26,18 +26,15 @@ its ``stable_text`` could not be checked to be append-only without a Mac.
 from __future__ import annotations
 
 import logging
-import platform
-import sys
 from typing import Any, Protocol
 
 import numpy as np
 
-from .audio import quietest_point
-from .backend import Backend, FinalText, SessionOptions, StreamingSession
-from .languages import LANGUAGE_NAMES
+from ...model.format import SAMPLE_RATE, SAMPLES_PER_FRAME
+from ...model.languages import LANGUAGE_NAMES
+from ..base import Backend, FinalDelta, SessionOptions, StreamingSession
+from ..text_units import joined, split_units
 from .local_agreement import LocalAgreement, agreed_length, comparable
-from .qwen import SAMPLE_RATE
-from .text_units import joined, split_units
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -135,14 +132,29 @@ class MlxSession(StreamingSession):
         _LOGGER.debug("Cut the buffer at %.2f s; %.2f s left", self._offset, self._buffer.shape[0] / SAMPLE_RATE)
         return self._send(forced)
 
-    def finish(self, audio: np.ndarray | None = None) -> FinalText:
+    def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
         if audio is not None:
             self._append(audio)
         if self._buffer.shape[0] == 0:
-            return FinalText("", self._language)
+            return FinalDelta("", self._language)
         if self._hypothesis is None or self._unheard:
             self._hypothesis = self._transcribe(self._buffer)
-        return FinalText(self._send(self._agreement.flush(self._hypothesis)), self._language)
+        return FinalDelta(self._send(self._agreement.flush(self._hypothesis)), self._language)
+
+
+def quietest_point(samples: np.ndarray, start: int, end: int, window_seconds: float = 0.1) -> int:
+    """The sample in ``[start, end)`` at the centre of the quietest ``window_seconds`` (a pause to cut at)."""
+    start, end = max(0, start), min(samples.shape[0], end)
+    frames = (end - start) // SAMPLES_PER_FRAME
+    if frames < 1:
+        return start
+    energy = np.mean(
+        np.square(samples[start : start + frames * SAMPLES_PER_FRAME].reshape(frames, -1), dtype=np.float64), 1
+    )
+    width = max(1, min(frames, int(window_seconds * 100)))
+    smoothed = np.convolve(energy, np.ones(width), mode="valid")
+    best = int(np.argmin(smoothed))
+    return start + (best * SAMPLES_PER_FRAME) + width * SAMPLES_PER_FRAME // 2
 
 
 class MlxBackend(Backend):
@@ -164,40 +176,6 @@ class MlxBackend(Backend):
 
     def create_session(self, options: SessionOptions) -> MlxSession:
         return MlxSession(self._asr, options)
-
-
-class MlxUnavailableError(RuntimeError):
-    """The mlx backend was asked for where it cannot run."""
-
-
-def is_apple_silicon() -> bool:
-    return sys.platform == "darwin" and platform.machine() == "arm64"
-
-
-def mlx_import_error() -> str | None:
-    """Why ``mlx-qwen3-asr`` cannot be used here, or None when it can."""
-    if not is_apple_silicon():
-        return f"{sys.platform}/{platform.machine()} is not macOS on Apple Silicon"
-    try:
-        import mlx_qwen3_asr  # noqa: F401
-    except ImportError as err:
-        return f"mlx-qwen3-asr cannot be imported ({err})"
-    return None
-
-
-def mlx_available() -> bool:
-    """True on Apple Silicon with ``mlx-qwen3-asr`` importable."""
-    return mlx_import_error() is None
-
-
-def check_mlx_available() -> None:
-    """Raise MlxUnavailableError, naming the fix, when mlx cannot be used here."""
-    problem = mlx_import_error()
-    if problem is not None:
-        raise MlxUnavailableError(
-            "the mlx backend needs macOS on Apple Silicon with the 'mlx' extra "
-            f"(pip install 'wyoming-qwen3[mlx]'), but {problem}; use --backend simulkv"
-        )
 
 
 def _load_session(model: str) -> TranscribingSession:

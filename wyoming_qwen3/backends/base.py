@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.format import SAMPLE_RATE
 from .inference import InferenceExecutor
 
 
@@ -31,17 +32,8 @@ class SessionOptions:
 
 
 @dataclass(frozen=True)
-class TimedWord:
-    """A word and its time in the utterance, in seconds from the first sample."""
-
-    text: str
-    start: float
-    end: float
-
-
-@dataclass(frozen=True)
-class FinalText:
-    """What ``finish`` returns: the text not committed before (a delta), and the language."""
+class FinalDelta:
+    """What ``finish`` returns: the text not returned before (a delta), and the language."""
 
     text: str
     #: Qwen3-ASR language name, forced or detected; '' when unknown.
@@ -56,7 +48,7 @@ class StreamingSession(ABC):
         """Add samples; return the text newly committed, appended to what came before (maybe '')."""
 
     @abstractmethod
-    def finish(self, audio: np.ndarray | None = None) -> FinalText:
+    def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
         """The last samples, if any, and no more: return the rest of the transcript.
 
         Audio given here goes straight into the final pass; no non-final step runs on it.
@@ -92,5 +84,5 @@ class Backend(ABC):
     def warm_up(self) -> None:
         """Transcribe 1 s of faint noise once, so the first command pays no lazy initialisation."""
         session = self.create_session(SessionOptions())
-        session.feed(np.random.default_rng(0).normal(0, 0.01, 16000).astype(np.float32))
+        session.feed(np.random.default_rng(0).normal(0, 0.01, SAMPLE_RATE).astype(np.float32))
         session.finish()

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .log_mel import clamped
-from .qwen import QwenAsrModel
+from ...model.log_mel import clamped
+from ...model.qwen import QwenAsrModel
 
 
 @dataclass
@@ -32,7 +32,6 @@ class EncodedAudio:
 class AudioWindowCache:
     """Complete windows' features and embeddings, in buffer order."""
 
-    enabled: bool = True
     #: The loudest log-mel value of the audio cut from the front of the buffer.
     loudest_cut: float = float("-inf")
     _features: list[torch.Tensor] = field(default_factory=list)
@@ -51,7 +50,7 @@ class AudioWindowCache:
             frames = log_mel[:, index * width : (index + 1) * width]
             loudest = max(loudest, float(frames.max()))
             window = clamped(frames, loudest).to(model.device, model.dtype)
-            if self.enabled and index < len(self._features) and torch.equal(window, self._features[index]):
+            if index < len(self._features) and torch.equal(window, self._features[index]):
                 # Unchanged: reuse. Only the leading run of these keeps its decoder KV,
                 # since every position after a changed window sees different inputs.
                 if still_stable:
@@ -71,9 +70,6 @@ class AudioWindowCache:
             tail = log_mel[:, complete * width :]
             loudest = max(loudest, float(tail.max()))
             parts.append(model.encode_window(clamped(tail, loudest).to(model.device, model.dtype)))
-        if not self.enabled:
-            self._features.clear()
-            self._embeddings.clear()
         return EncodedAudio(torch.cat(parts, dim=0), stable_tokens, changed_windows)
 
     def drop_front(self, windows: int, loudest: float) -> None:

@@ -7,7 +7,7 @@ asks ``describe``, sends a 16 kHz 16-bit mono WAV the way Home Assistant does
 ``audio-stop``), and prints one JSON line with what it saw. It then waits for the
 announcement's withdrawal and prints a second line.
 
-    python tests/lan_client.py WAV_FILE LANGUAGE
+    python -m tools.lan_client WAV_FILE LANGUAGE
 """
 
 from __future__ import annotations
@@ -18,40 +18,20 @@ import sys
 import time
 import wave
 
-from wyoming.asr import Transcribe
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
-from wyoming.client import AsyncTcpClient
-from wyoming.info import Describe
 from zeroconf import InterfaceChoice, IPVersion, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-SERVICE_TYPE = "_wyoming._tcp.local."
-CHUNK_BYTES = 320  # 10 ms of 16 kHz 16-bit mono: what Home Assistant sends
+from tools.client import describe, stream
+from tools.speech import Speech
+from wyoming_qwen3.server.discovery import SERVICE_TYPE
 
 
 async def converse(host: str, port: int, audio: bytes, language: str) -> dict:
-    """One describe and one utterance on one connection; the event types and the transcript."""
-    types: list[str] = []
-    transcript = None
-    async with AsyncTcpClient(host, port) as client:
-        await client.write_event(Describe().event())
-        info = await asyncio.wait_for(client.read_event(), 10)
-        types.append(info.type if info else "closed")
-        await client.write_event(Transcribe(language=language).event())
-        await client.write_event(AudioStart(16000, 2, 1).event())
-        start = time.monotonic()
-        for index, offset in enumerate(range(0, len(audio), CHUNK_BYTES)):
-            await client.write_event(AudioChunk(16000, 2, 1, audio[offset : offset + CHUNK_BYTES]).event())
-            await asyncio.sleep(max(0.0, start + (index + 1) * 0.01 - time.monotonic()))
-        await client.write_event(AudioStop().event())
-        while True:
-            event = await asyncio.wait_for(client.read_event(), 60)
-            types.append(event.type if event else "closed")
-            if event is None or event.type in ("transcript-stop", "error"):
-                break
-            if event.type == "transcript":
-                transcript = event.data.get("text")
-    return {"types": types, "transcript": transcript}
+    """``describe``, then one utterance in real-time 10 ms chunks; the event types and the transcript."""
+    info = await describe(host, port)
+    reply = await stream(host, port, Speech(16000, 2, 1, audio), language=language)
+    transcript = reply.text if "transcript" in reply.types else None
+    return {"types": [info.type, *reply.types], "transcript": transcript}
 
 
 async def main(wav_path: str, language: str) -> None:

@@ -10,7 +10,7 @@ written as ``{"alignment_heads_compact": [[layer, head], ...]}``.
 Speech with known word times is made offline: each word is spoken alone by
 espeak-ng, its silence trimmed, and the words are joined with short pauses.
 
-Usage: ``python -m wyoming_qwen3.alignment_heads MODEL_DIR [--out FILE] [--top N]``
+Usage: ``python -m tools.alignment_heads MODEL_DIR [--out FILE] [--top N]``
 (default output: MODEL_DIR/alignment_heads.json).
 """
 
@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import tempfile
-import wave
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +25,12 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .alignment import ALIGNMENT_HEADS_FILE, AlignmentHeads, AttentionRecorder, head_index, use_recording_attention
-from .backend import TimedWord
-from .qwen import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE, QwenAsrModel
+from wyoming_qwen3.backends.simulkv.alignatt import AttentionRecorder, head_index, use_recording_attention
+from wyoming_qwen3.backends.simulkv.settings import ALIGNMENT_HEADS_FILE, AlignmentHeads
+from wyoming_qwen3.model.format import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE
+from wyoming_qwen3.model.qwen import QwenAsrModel
+
+from .speech import speak
 
 SENTENCES = [
     "turn on the kitchen lights",
@@ -46,22 +46,23 @@ _PAUSE_SECONDS = 0.15
 
 
 @dataclass(frozen=True)
+class TimedWord:
+    """A word and its time in the utterance, in seconds from the first sample."""
+
+    text: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
 class Utterance:
     audio: np.ndarray
     words: list[TimedWord]
 
 
-def speak_word(word: str, voice: str, folder: Path) -> np.ndarray:
+def speak_word(word: str, voice: str) -> np.ndarray:
     """One word from espeak-ng at 16 kHz, leading and trailing silence trimmed."""
-    path = folder / "word.wav"
-    espeak = subprocess.run(["espeak-ng", "-v", voice, "--stdout", word], check=True, capture_output=True)
-    subprocess.run(
-        ["sox", "-t", "wav", "-", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-t", "wavpcm", str(path)],
-        input=espeak.stdout,
-        check=True,
-    )
-    with wave.open(str(path), "rb") as wav:
-        samples = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
+    samples = speak(word, voice)
     loud = np.flatnonzero(np.abs(samples) > 0.02)
     return samples[loud[0] : loud[-1] + 1] if loud.size else samples
 
@@ -72,12 +73,11 @@ def synthesize(sentence: str, voice: str = "en-us") -> Utterance:
     pieces: list[np.ndarray] = [pause]
     words: list[TimedWord] = []
     position = pause.shape[0]
-    with tempfile.TemporaryDirectory() as folder:
-        for text in sentence.split():
-            samples = speak_word(text, voice, Path(folder))
-            words.append(TimedWord(text, position / SAMPLE_RATE, (position + samples.shape[0]) / SAMPLE_RATE))
-            pieces += [samples, pause]
-            position += samples.shape[0] + pause.shape[0]
+    for text in sentence.split():
+        samples = speak_word(text, voice)
+        words.append(TimedWord(text, position / SAMPLE_RATE, (position + samples.shape[0]) / SAMPLE_RATE))
+        pieces += [samples, pause]
+        position += samples.shape[0] + pause.shape[0]
     return Utterance(np.concatenate(pieces), words)
 
 
@@ -89,7 +89,7 @@ def attended_times(
 
     Also returns, for each text token, the index of the word it belongs to.
     """
-    config = model.thinker.config.text_config
+    config = model.text_config
     every_head = range(config.num_attention_heads)
     heads_by_layer = head_index({layer: every_head for layer in range(config.num_hidden_layers)}, model.device)
     tokens: list[int] = []
@@ -124,7 +124,7 @@ def score_heads(times: np.ndarray, owners: list[int], words: list[TimedWord], to
 
 def find_heads(model: QwenAsrModel, utterances: list[Utterance], top: int) -> tuple[AlignmentHeads, np.ndarray]:
     """The ``top`` heads that track word times best over all utterances, and all scores."""
-    use_recording_attention(model.thinker.config.text_config)
+    use_recording_attention(model.text_config)
     scores = np.mean(
         [score_heads(*attended_times(model, u), u.words) for u in utterances],
         axis=0,

@@ -18,17 +18,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from .format import (
+    ASR_TEXT_TAG,
+    FRAMES_PER_SECOND,
+    SAMPLE_RATE,
+    Transcription,
+    max_new_tokens,
+    parse_output,
+    repeated_tail,
+)
 from .log_mel import unclamped_log_mel
 
 _LOGGER = logging.getLogger(__name__)
 
-SAMPLE_RATE = 16000
-#: The audio encoder emits 13 embeddings per 100 mel frames (1 s of audio).
-AUDIO_TOKENS_PER_SECOND = 13
-ASR_TEXT_TAG = "<asr_text>"
-#: Hop of the mel frontend: one frame per 10 ms.
-SAMPLES_PER_FRAME = 160
-FRAMES_PER_SECOND = SAMPLE_RATE // SAMPLES_PER_FRAME
 #: Shorter audio is padded with silence: the encoder needs a few mel frames.
 _MIN_SAMPLES = SAMPLE_RATE // 10
 
@@ -51,14 +53,6 @@ class PromptIds:
 
     prefix: list[int]
     suffix: list[int]
-
-
-@dataclass(frozen=True)
-class Transcription:
-    """A decoded utterance: language name ('' when unknown) and text."""
-
-    language: str
-    text: str
 
 
 def select_device(device: str) -> torch.device:
@@ -160,6 +154,11 @@ class QwenAsrModel:
                 f"not {window_seconds:g} s"
             )
         return frames
+
+    @property
+    def text_config(self) -> Any:
+        """The text decoder's config (layers, heads, attention implementation)."""
+        return self.thinker.config.text_config
 
     @property
     def window_seconds(self) -> float:
@@ -284,10 +283,6 @@ class QwenAsrModel:
         ).last_hidden_state
         return self.thinker.lm_head(hidden[:, -1])[0]  # 2-D in: int8 (dynamic quantized) Linear wants a batch
 
-    def max_new_tokens(self, seconds: float) -> int:
-        """A generous token budget for this much speech (fast speech is ~5 tokens/s)."""
-        return 24 + int(8 * seconds)
-
     def decode_text(self, ids: list[int]) -> str:
         """Text of generated ids, special tokens dropped, ``<asr_text>`` kept."""
         return self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
@@ -307,7 +302,7 @@ class QwenAsrModel:
         logits = self.forward(embeds, 0, cache)
         position = embeds.shape[1]
         generated: list[int] = []
-        for _ in range(self.max_new_tokens(audio.shape[0] / SAMPLE_RATE)):
+        for _ in range(max_new_tokens(audio.shape[0] / SAMPLE_RATE)):
             token = int(logits.argmax())
             if token in self.token_ids.eos:
                 break
@@ -324,42 +319,3 @@ def _padded(audio: np.ndarray) -> np.ndarray:
     if audio.shape[0] < _MIN_SAMPLES:
         return np.pad(audio, (0, _MIN_SAMPLES - audio.shape[0]))
     return audio
-
-
-def repeated_tail(tokens: list[int], max_period: int = 16) -> int:
-    """How many tokens at the end repeat a block before them, as a decoding loop does; 0 if none.
-
-    A block of 2 or more tokens must come 3 times, a single token 6 times
-    ("no no no" is speech; six of a token are a loop).
-    """
-    for period in range(1, max_period + 1):
-        block = tokens[-period:]
-        if len(block) < period:
-            break
-        copies = 1
-        while tokens[-period * (copies + 1) : len(tokens) - period * copies] == block:
-            copies += 1
-        if copies >= (6 if period == 1 else 3):
-            return (copies - 1) * period
-    return 0
-
-
-def parse_output(raw: str, forced_language: str | None, complete: bool = True) -> Transcription:
-    """Split ``language X<asr_text>text`` into language and text.
-
-    Like ``qwen_asr.inference.utils.parse_asr_output`` but without its
-    repetition fix, which rewrites earlier text: streamed words cannot be taken
-    back, so the offline and streaming paths must read the output the same way.
-    While the output is incomplete and has no ``<asr_text>`` yet, the model is
-    still writing the language preamble and there is no text.
-    """
-    if forced_language:
-        return Transcription(language=forced_language, text=raw.strip())
-    meta, tag, text = raw.partition(ASR_TEXT_TAG)
-    if not tag:
-        return Transcription(language="", text=raw.strip() if complete else "")
-    language = meta.strip().removeprefix("language").strip()
-    if language.lower() == "none":
-        # The model heard no language (yet): as in qwen-asr, the text after the tag still counts.
-        language = ""
-    return Transcription(language=language, text=text.strip())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from wyoming.info import AsrModel, AsrProgram, Attribution, Info
 
-from . import __version__
-from .languages import language_codes
-from .models import ResolvedModel
+from .. import __version__
+from ..model.catalogue import ResolvedModel
+from ..model.languages import language_codes
 
 PROGRAM_NAME = "qwen3-asr"
 

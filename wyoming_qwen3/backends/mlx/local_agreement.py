@@ -14,15 +14,14 @@ units are still heard in what is left.
 
 from __future__ import annotations
 
-import string
+import unicodedata
 from dataclasses import dataclass, field
-
-_PUNCTUATION = str.maketrans("", "", string.punctuation + "。，、？！：；「」")
 
 
 def comparable(unit: str) -> str:
-    """A unit as hypotheses are compared: case, spaces and punctuation ignored (" Lights." == "lights")."""
-    return unit.casefold().translate(_PUNCTUATION).strip()
+    """A unit as hypotheses are compared: case, spaces, punctuation and symbols of any script ignored
+    (" Lights." == "lights", "灯。" == "灯")."""
+    return "".join(c for c in unit.casefold() if unicodedata.category(c)[0] not in "PSZ").strip()
 
 
 def agreed_length(first: list[str], second: list[str]) -> int:

@@ -18,7 +18,7 @@ With ``--script TEXT`` the decoder is rewired so that greedy decoding writes
 ``language English<asr_text>TEXT`` whatever the audio: a model whose every
 hypothesis agrees, for tests of when committed words are streamed.
 
-Usage: ``python -m wyoming_qwen3.random_model OUT_DIR [--shape tiny|0.6b] [--script TEXT]``
+Usage: ``python -m tools.random_model OUT_DIR [--shape tiny|0.6b] [--script TEXT]``
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from wyoming_qwen3.model.format import ASR_TEXT_TAG
 
 #: Special tokens of the real checkpoints; their ids differ here (read them from
 #: the tokenizer, never hard-code them).
@@ -39,9 +41,6 @@ SPECIAL_TOKENS = [
     "<|audio_end|>",
     "<|audio_pad|>",
 ]
-#: Like the real tokenizer, ``<asr_text>`` is an added token but *not* a special
-#: one, so ``skip_special_tokens=True`` keeps it in the decoded text.
-ASR_TEXT_TOKEN = "<asr_text>"
 
 #: Renders the same prompt as the real checkpoint's template:
 #: <|im_start|>system\n{context}<|im_end|>\n<|im_start|>user\n
@@ -153,7 +152,9 @@ def build_tokenizer(vocab_size: int, corpus: list[str] | None = None) -> Any:
         show_progress=False,
     )
     backend.train_from_iterator(corpus or _TOKENIZER_CORPUS.split("\n"), trainer=trainer)
-    backend.add_tokens([AddedToken(ASR_TEXT_TOKEN, special=False, normalized=False)])
+    # Like the real tokenizer, <asr_text> is an added token but *not* a special one,
+    # so skip_special_tokens=True keeps it in the decoded text.
+    backend.add_tokens([AddedToken(ASR_TEXT_TAG, special=False, normalized=False)])
 
     return Qwen2TokenizerFast(
         tokenizer_object=backend,
@@ -200,7 +201,7 @@ def script_decoder(model: Any, tokenizer: Any, text: str) -> None:
     import torch
 
     newline = tokenizer("\n", add_special_tokens=False)["input_ids"]
-    chain = newline + tokenizer(f"language English{ASR_TEXT_TOKEN}{text}", add_special_tokens=False)["input_ids"]
+    chain = newline + tokenizer(f"language English{ASR_TEXT_TAG}{text}", add_special_tokens=False)["input_ids"]
     chain.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
     if len(set(chain)) != len(chain):
         raise ValueError(f"script {text!r} repeats a token; choose words whose tokens differ")

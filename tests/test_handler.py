@@ -1,0 +1,209 @@
+"""The handler's own failures: stdio served like a socket, a session that cannot start, a log that cannot
+be written, and a dropped stream that must stop computing."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from wyoming.asr import Transcribe
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event, read_event, write_event
+from wyoming.info import Describe
+
+from tools.speech import Speech
+from wyoming_qwen3.backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.server.handler import HandlerConfig
+
+from .conftest import SCRIPT_TEXT, serving
+from .test_scheduling import SlowBackend
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def loud(seconds: float) -> bytes:
+    samples = np.random.default_rng(0).normal(0, 0.2, int(seconds * SAMPLE_RATE))
+    return (samples.clip(-1, 1) * 32767).astype("<i2").tobytes()
+
+
+def utterance_events(pcm: bytes, chunk_bytes: int = 3200) -> list[Event]:
+    chunks = [AudioChunk(SAMPLE_RATE, 2, 1, pcm[i : i + chunk_bytes]).event() for i in range(0, len(pcm), chunk_bytes)]
+    return [Transcribe(language="en").event(), AudioStart(SAMPLE_RATE, 2, 1).event(), *chunks, AudioStop().event()]
+
+
+async def exchange(port: int, events: list[Event], until: str) -> list[Event]:
+    """Send ``events``, then read until an event of type ``until``."""
+    received: list[Event] = []
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        for event in events:
+            await client.write_event(event)
+        while True:
+            event = await asyncio.wait_for(client.read_event(), 10)
+            assert event is not None, f"closed after {[e.type for e in received]}"
+            received.append(event)
+            if event.type == until:
+                return received
+
+
+# -- stdio ----------------------------------------------------------------------------
+
+
+def test_stdio_reads_strictly_answers_bad_input_and_ends_with_one_line(scripted_model: Path, speech) -> None:
+    """``--uri stdio://`` runs the same reader as a socket: a malformed line is answered, not the end."""
+    utterance: Speech = speech("turn on the lights", "-r", "16000")
+    stdin = io.BytesIO()
+    stdin.write(b"this is not json\n")
+    for event in [Describe().event(), *utterance_events(utterance.audio)]:
+        write_event(event, stdin)
+    result = subprocess.run(
+        [str(ROOT / "script" / "run"), "--uri", "stdio://", "--model", str(scripted_model), "--device", "cpu"],
+        input=stdin.getvalue(),
+        capture_output=True,
+        timeout=120,
+    )
+    log = result.stderr.decode(errors="replace")
+    assert result.returncode == 0, log
+    stdout = io.BytesIO(result.stdout)
+    events = []
+    while (event := read_event(stdout)) is not None:
+        events.append(event)
+    types = [e.type for e in events]
+    assert types[:3] == ["error", "info", "transcript-start"], types
+    assert events[0].data["code"] == "malformed-event"
+    assert types[-2:] == ["transcript", "transcript-stop"] and events[-2].data["text"] == SCRIPT_TEXT
+    assert "Ready" in log and "Traceback" not in log
+    ends = [line for line in log.splitlines() if "client: closed by the client" in line]
+    assert len(ends) == 1 and ends[0].startswith("INFO"), log
+
+
+# -- a session that cannot start --------------------------------------------------------
+
+
+class UnstartableBackend(Backend):
+    """Its sessions fail to start, as a CUDA device out of memory does (or a bug)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__("unstartable")
+        self.error = error
+
+    @property
+    def supported_languages(self) -> list[str]:
+        return ["English"]
+
+    def create_session(self, options: SessionOptions) -> StreamingSession:
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [RuntimeError("CUDA out of memory"), TypeError("a bug")])
+def test_a_session_that_cannot_start_is_an_error_event_and_the_connection_goes_on(
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = UnstartableBackend(error)
+
+    async def main() -> list[Event]:
+        async with serving(backend) as port:
+            return await exchange(port, [*utterance_events(loud(0.5)), Describe().event()], until="info")
+
+    with caplog.at_level(logging.INFO):
+        events = asyncio.run(main())
+    backend.executor.shutdown()
+    assert [e.type for e in events] == ["error", "info"]  # one error; the audio after it dropped quietly
+    assert events[0].data["code"] == "transcription-failed"
+    failures = [r for r in caplog.records if "cannot start a transcription" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None  # a traceback: this is not bad input
+    assert not any("alformed" in r.getMessage() for r in caplog.records)
+
+
+# -- an emission log that cannot be written -------------------------------------------------
+
+
+class WordsBackend(Backend):
+    """Commits "hello" at its first step and "world" at the end."""
+
+    def __init__(self) -> None:
+        super().__init__("words")
+
+    @property
+    def supported_languages(self) -> list[str]:
+        return ["English"]
+
+    def create_session(self, options: SessionOptions) -> StreamingSession:
+        return WordsSession()
+
+
+class WordsSession(StreamingSession):
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def feed(self, audio: np.ndarray) -> str:
+        self.steps += 1
+        return "hello" if self.steps == 1 else ""
+
+    def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
+        return FinalDelta(" world", "English")
+
+
+def test_an_emission_log_that_cannot_be_written_costs_the_client_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    backend = WordsBackend()
+    config = HandlerConfig(emission_log=folder / "emissions.jsonl")
+    shutil.rmtree(folder)  # the disk goes away after start: every write fails
+
+    async def main() -> list[Event]:
+        async with serving(backend, config) as port:
+            return await exchange(port, utterance_events(loud(0.5)), until="transcript-stop")
+
+    with caplog.at_level(logging.INFO):
+        events = asyncio.run(main())
+    backend.executor.shutdown()
+    assert [e.type for e in events] == [
+        "transcript-start",
+        "transcript-chunk",
+        "transcript-chunk",
+        "transcript",
+        "transcript-stop",
+    ]
+    assert events[-2].data["text"] == "hello world"
+    warnings = [r for r in caplog.records if "cannot write the emission log" in r.getMessage()]
+    assert len(warnings) == 1  # once per stream, not per unit
+    assert not any("lost" in r.getMessage() for r in caplog.records)
+
+
+# -- a dropped stream stops computing ---------------------------------------------------------
+
+
+def test_a_client_that_leaves_mid_step_ends_the_step_at_once() -> None:
+    """The one inference thread is shared: a step for a client that left must not hold it (2-3 s of CPU
+    on the 0.6B shape); a step ends at its next token once told, as simulkv's does."""
+    backend = SlowBackend()
+
+    async def main() -> float:
+        async with serving(backend) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            stream = io.BytesIO()
+            for event in utterance_events(loud(0.5))[:-1]:  # no audio-stop: the client crashes mid-stream
+                write_event(event, stream)
+            writer.write(stream.getvalue())
+            await writer.drain()
+            while not (backend.sessions and backend.sessions[0].calls):
+                await asyncio.sleep(0.01)  # a step is under way
+            started = asyncio.get_running_loop().time()
+            writer.transport.abort()
+            told = await asyncio.to_thread(backend.sessions[0].speaker_finished.wait, 0.5)
+            assert told, "the step was left to run on"
+            return asyncio.get_running_loop().time() - started
+
+    elapsed = asyncio.run(main())
+    backend.executor.shutdown()
+    assert elapsed < 0.5

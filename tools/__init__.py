@@ -1,0 +1,1 @@
+"""Development tools shared by tests, benchmarks and training; not installed with the server."""

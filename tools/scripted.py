@@ -1,0 +1,97 @@
+"""Scripted decoding: random weights doing a real model's work, for the benchmarks.
+
+A random-weight model writes no words, so the AlignAtt policy would stop every
+step at once. A scripted session decodes as a speaker at ``tokens_per_second``
+would be transcribed: a streaming step writes the tokens of the audio before
+the border, the final pass the rest, ignoring the policy and end of sequence.
+Every forward pass is the real model's; only the choice of when to stop is
+scripted. ``ReprefillSession`` is the baseline that reuses nothing.
+
+Run a real server whose sessions are scripted (the latency benchmark does):
+``python -m tools.scripted --tokens-per-second 4 <wyoming-qwen3 options>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from wyoming_qwen3.backends.base import Backend, SessionOptions
+from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
+from wyoming_qwen3.backends.simulkv.encoder_cache import AudioWindowCache
+from wyoming_qwen3.backends.simulkv.session import Prefill, SimulKvSession, Verdict
+from wyoming_qwen3.model.catalogue import ResolvedModel
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.server.cli import parse_args
+from wyoming_qwen3.server.serve import StartupError, serve
+
+#: Tokens a second of speech (fast speech is about 5).
+TOKENS_PER_SECOND = 4.0
+
+
+class ScriptedSession(SimulKvSession):
+    """A simulkv session whose steps write the tokens of a speaker at a fixed pace."""
+
+    tokens_per_second = TOKENS_PER_SECOND
+
+    def _step_limit(self, final: bool, new_seconds: float, in_preamble: bool) -> int:
+        heard = self._utterance_samples() / SAMPLE_RATE
+        if not final:
+            heard = max(0.0, heard - self._policy.border_seconds)
+        return max(0, int(self.tokens_per_second * heard) - len(self._committed))
+
+    def _verdict(self, *args: object, **kwargs: object) -> Verdict:
+        return Verdict.EMIT
+
+    def _guarded(self, tokens: list[int], times: list[float], final: bool, limit: int) -> tuple[list[int], list[float]]:
+        return tokens, times  # random weights repeat themselves, and use the whole script: both expected here
+
+    def _forget_unsent_text(self) -> None:
+        """Random weights write no words, so every token would count as unsent: keep them."""
+
+
+class ReprefillSession(ScriptedSession):
+    """The baseline: every step encodes all the audio and prefills the whole prompt again."""
+
+    def prefill(self) -> Prefill:
+        self._audio_cache = AudioWindowCache()
+        self._cache = self._prefill_prefix()
+        self._cached_audio_tokens = 0
+        return super().prefill()
+
+
+class ScriptedBackend(SimulKvBackend):
+    """A simulkv backend whose sessions are scripted (``session_type``) at ``tokens_per_second``."""
+
+    session_type: type[ScriptedSession] = ScriptedSession
+    tokens_per_second = TOKENS_PER_SECOND
+
+    def create_session(self, options: SessionOptions) -> ScriptedSession:
+        session = self.session_type(self.model, self.heads, self.settings, options)
+        session.tokens_per_second = self.tokens_per_second
+        return session
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="wyoming-qwen3 with scripted decoding", add_help=False)
+    parser.add_argument("--tokens-per-second", type=float, default=TOKENS_PER_SECOND)
+    known, rest = parser.parse_known_args()
+    args = parse_args(rest)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, format=args.log_format)
+
+    def load(kind: str, model: ResolvedModel, options: argparse.Namespace) -> Backend:
+        backend = ScriptedBackend.from_options(model, options)
+        backend.tokens_per_second = known.tokens_per_second
+        return backend
+
+    try:
+        asyncio.run(serve(args, load))
+    except StartupError as err:
+        print(f"tools.scripted: error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Real synthesized speech for tests, benchmarks and training: espeak-ng, converted by sox.
+
+One way to speak, so that every figure and test hears the same audio for the
+same words: ``speak`` gives 16 kHz mono float32 samples (the same on every
+call: sox runs without dither), ``speak_pcm`` 16-bit PCM in any format sox
+writes (for the server's format conversion), and ``pcm16`` turns samples into
+what a Wyoming client sends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import wave
+from dataclasses import dataclass
+from io import BytesIO
+
+import numpy as np
+
+from wyoming_qwen3.model.format import SAMPLE_RATE
+
+
+@dataclass(frozen=True)
+class Speech:
+    """PCM audio in a Wyoming format."""
+
+    rate: int
+    width: int
+    channels: int
+    audio: bytes
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / (self.rate * self.width * self.channels)
+
+
+def require_tools() -> None:
+    """Raise RuntimeError, naming the packages, where espeak-ng or sox is missing."""
+    missing = [tool for tool in ("espeak-ng", "sox") if shutil.which(tool) is None]
+    if missing:
+        raise RuntimeError(f"{' and '.join(missing)} needed: apt-get install espeak-ng sox (script/test does this)")
+
+
+def espeak_wav(text: str, voice: str = "en-us", speed: int = 175, pitch: int = 50) -> bytes:
+    """espeak-ng's own WAV (22.05 kHz mono 16-bit) of ``text``."""
+    command = ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "--stdout", text]
+    return subprocess.run(command, check=True, capture_output=True).stdout
+
+
+def to_16khz(input_format: list[str], data: bytes) -> np.ndarray:
+    """Audio of any format sox reads (``input_format``: its options for the input) as 16 kHz mono float32."""
+    # No dither (-D): sox's dither made the same speech differ from run to run.
+    output = ["-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", "-"]
+    raw = subprocess.run(["sox", "-D", *input_format, "-", *output], input=data, check=True, capture_output=True)
+    return np.frombuffer(raw.stdout, dtype="<i2").astype(np.float32) / 32768.0
+
+
+def speak(text: str, voice: str = "en-us", speed: int = 175, pitch: int = 50) -> np.ndarray:
+    """espeak-ng speech at 16 kHz mono float32, the same for the same arguments on every call."""
+    return to_16khz(["-t", "wav"], espeak_wav(text, voice, speed, pitch))
+
+
+def speak_pcm(text: str, *sox_args: str, voice: str = "en-us") -> Speech:
+    """espeak-ng speech as PCM: its own format, or converted by sox with ``sox_args`` ("-c", "2", ...)."""
+    wav = espeak_wav(text, voice)
+    if sox_args:
+        # wavpcm: plain PCM headers, which the wave module reads (not WAVE_FORMAT_EXTENSIBLE).
+        command = ["sox", "-t", "wav", "-", *sox_args, "-t", "wavpcm", "-"]
+        wav = subprocess.run(command, input=wav, check=True, capture_output=True).stdout
+    return read_wav(wav)
+
+
+def read_wav(data: bytes) -> Speech:
+    with wave.open(BytesIO(data), "rb") as wav:
+        return Speech(wav.getframerate(), wav.getsampwidth(), wav.getnchannels(), wav.readframes(wav.getnframes()))
+
+
+def pcm16(samples: np.ndarray) -> bytes:
+    """Float samples in [-1, 1] as 16-bit little-endian PCM."""
+    return (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+
+
+def as_speech(samples: np.ndarray) -> Speech:
+    """16 kHz float samples as the PCM a Home Assistant satellite sends."""
+    return Speech(SAMPLE_RATE, 2, 1, pcm16(samples))

@@ -1,0 +1,1 @@
+"""Speech backends behind one interface (``base``), on one inference thread (``inference``)."""

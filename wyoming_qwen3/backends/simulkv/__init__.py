@@ -1,0 +1,1 @@
+"""The torch backend: AlignAtt SimulStreaming with exact KV-cache reuse (``session``)."""

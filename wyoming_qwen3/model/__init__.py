@@ -1,0 +1,1 @@
+"""Qwen3-ASR itself: its format and languages, the model catalogue (no torch), and the model on torch (``qwen``)."""

@@ -1,0 +1,1 @@
+"""The Wyoming side: options, connections, utterances, audio, info and zeroconf. Imports no torch."""

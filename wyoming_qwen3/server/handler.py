@@ -1,0 +1,330 @@
+"""One Wyoming connection: reading events, their order, and the answers to bad input.
+
+Event order for one utterance (Wyoming 1.10 streaming):
+
+    client: transcribe -> audio-start -> audio-chunk ... -> audio-stop
+    server: transcript-start -> transcript-chunk ... -> transcript -> transcript-stop
+
+The utterance itself (``utterance.Utterance``) buffers the audio, runs the
+streaming steps and sends the transcript; this handler parses each event,
+keeps the order, and answers what cannot be served with an ``error`` event.
+While inference runs it keeps reading, so ``describe`` is answered and audio
+is buffered meanwhile.
+
+Every way a connection ends (closed, reset, idle, stalled) is logged as one
+info line; tracebacks are kept for bugs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from wyoming.asr import Transcribe
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import Describe, Info
+from wyoming.ping import Ping, Pong
+from wyoming.server import AsyncEventHandler
+
+from ..backends.base import Backend, SessionOptions
+from ..model.languages import UnknownLanguageError, resolve_language
+from .audio import AudioFormatError, AudioNormalizer
+from .emission_log import EmissionLog
+from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
+from .utterance import StreamLimits, Utterance
+
+_LOGGER = logging.getLogger(__name__)
+
+#: What a client's event becomes once parsed.
+Message = Describe | Ping | Transcribe | AudioStart | AudioChunk | AudioStop
+_MESSAGE_TYPES: tuple[type[Message], ...] = (Describe, Ping, Transcribe, AudioStart, AudioChunk, AudioStop)
+
+
+@dataclass(frozen=True)
+class HandlerConfig:
+    """Server-wide settings every connection shares."""
+
+    #: Qwen3-ASR name used when ``transcribe`` names none; None detects it.
+    default_language: str | None = None
+    #: Context for every utterance, before the client's names and terms.
+    context: str = ""
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap. A stream's
+    #: cost per second is bounded (simulkv's stream window), so the cap is for runaway streams.
+    max_audio_seconds: float = 60.0
+    #: A stream with no audio for this long is finished as if audio-stop came.
+    audio_timeout_seconds: float = 10.0
+    #: A connection with no event for this long, and no stream in flight, is closed.
+    #: Home Assistant sends ``describe`` every 30 s; four times that never cuts it.
+    idle_timeout_seconds: float = 120.0
+    #: An event whose first byte came must be complete this much later.
+    event_timeout_seconds: float = 10.0
+    #: A JSON-lines file, or a folder for one file per utterance, of every unit sent.
+    emission_log: Path | None = None
+
+    @property
+    def limits(self) -> StreamLimits:
+        return StreamLimits(self.max_audio_seconds, self.audio_timeout_seconds)
+
+
+#: Names and terms a client may send: whole entries are kept, in order, while
+#: they fit. Qwen3-ASR's tokenizer is byte-level BPE, so 512 bytes are at most
+#: 512 prompt tokens (about 130 for English names), prefilled once per utterance:
+#: on the 0.6B model on 2 CPU cores about 1 s (float32) for 100 tokens.
+MAX_CONTEXT_ENTRIES = 64
+MAX_CONTEXT_BYTES = 512
+
+
+def bounded_entries(names: list[str] | None, terms: list[str] | None) -> tuple[list[str], int]:
+    """The client's names, then its terms, as many whole ones as the bounds allow; and how many were dropped."""
+    entries = [entry.strip() for entry in [*(names or []), *(terms or [])] if entry.strip()]
+    kept: list[str] = []
+    size = 0
+    for entry in entries[:MAX_CONTEXT_ENTRIES]:
+        size += len(entry.encode("utf-8")) + 2  # with its ", " separator
+        if size > MAX_CONTEXT_BYTES:
+            break
+        kept.append(entry)
+    return kept, len(entries) - len(kept)
+
+
+def build_context(base: str, entries: list[str]) -> str:
+    """System-prompt context: the server's context, then the client's names and terms."""
+    return ", ".join(part for part in [base.strip(), *entries] if part)
+
+
+def parse(event: Event) -> Message | None:
+    """The message of a known event type (None for an unknown type); KeyError, TypeError or
+    ValueError for one whose fields are missing or of the wrong kind."""
+    message_type = next((t for t in _MESSAGE_TYPES if t.is_type(event.type)), None)
+    if message_type is None:
+        return None
+    message = message_type.from_event(event)
+    if isinstance(message, Transcribe):
+        for value, what in ((message.transcript_names, "names"), (message.transcript_terms, "terms")):
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise TypeError(f"transcript_{what} must be a list of strings")
+        if message.language is not None and not isinstance(message.language, str):
+            raise TypeError("language must be a string")
+    return message
+
+
+class Qwen3EventHandler(AsyncEventHandler):
+    """Serves one client connection."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        info: Info,
+        backend: Backend,
+        config: HandlerConfig,
+    ) -> None:
+        super().__init__(reader, writer)
+        self._info_event = info.event()
+        self._backend = backend
+        self._config = config
+        self._options = self._default_options()
+        self._stream: Utterance | None = None
+        # After an error, audio is dropped quietly until the next audio-start:
+        # one error per stream, not one per 10 ms chunk.
+        self._dropping_audio = False
+        # Set by a transcribe that was refused (unknown language): the audio
+        # that follows it is not transcribed with some other language instead.
+        self._refused = False
+        self._connected = True
+        peer = writer.get_extra_info("peername")
+        self._client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "client"
+
+    def _default_options(self) -> SessionOptions:
+        return SessionOptions(language=self._config.default_language, context=self._config.context)
+
+    # -- reading --------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Like AsyncEventHandler.run, with answers for malformed input, timeouts,
+        and one log line however the connection ends."""
+        self._is_running = True
+        reason = "closed by the client"
+        try:
+            while self._is_running:
+                try:
+                    event = await read_event(
+                        self.reader, self._config.idle_timeout_seconds, self._config.event_timeout_seconds
+                    )
+                except IdleTimeoutError as err:
+                    if self._stream is not None and not self._stream.finishing:
+                        continue  # a stream in flight is bounded by its own audio timeout
+                    reason = f"closed: {err}"
+                    break
+                except StalledEventError as err:
+                    await self._send_error(f"Timed out: {err}", "event-timeout")
+                    reason = f"closed: {err}"
+                    break
+                except MalformedEventError as err:
+                    _LOGGER.warning("%s: malformed event: %s", self._client, err)
+                    await self._send_error(f"Malformed event: {err}", "malformed-event")
+                    if err.fatal:
+                        reason = "closed after a malformed event"
+                        break
+                    continue
+                if event is None:
+                    if not self._is_running:
+                        reason = "closed: the server is stopping"
+                    break
+                if not await self.handle_event(event):
+                    reason = "connection lost while sending"
+                    break
+        except OSError as err:  # reset, broken pipe, unreachable: the client is gone
+            reason = f"connection lost ({err.strerror or type(err).__name__})"
+        except Exception:  # a bug: keep its traceback, and free what the connection held
+            _LOGGER.exception("%s: closing the connection after an unexpected error", self._client)
+            reason = "closed after an unexpected error"
+        finally:
+            mid_stream = self._stream is not None and self._stream.mid_stream
+            await self.disconnect()
+            self.writer.close()
+            _LOGGER.info("%s: %s%s", self._client, reason, "; mid-stream, session freed" if mid_stream else "")
+
+    async def handle_event(self, event: Event) -> bool:
+        try:
+            message = parse(event)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            _LOGGER.warning("%s: malformed %s event: %r", self._client, event.type, err)
+            await self._send_error(f"Malformed {event.type} event: {err!r}", "malformed-event")
+            return True
+        try:
+            if message is None:
+                _LOGGER.warning("%s: ignoring unknown event type '%s'", self._client, event.type)
+            elif isinstance(message, Describe):
+                await self.write_event(self._info_event)
+            elif isinstance(message, Ping):
+                await self.write_event(Pong(text=message.text).event())
+            elif isinstance(message, Transcribe):
+                await self._on_transcribe(message)
+            elif isinstance(message, AudioStart):
+                await self._on_audio_start(message)
+            elif isinstance(message, AudioChunk):
+                await self._on_audio_chunk(message)
+            else:
+                await self._on_audio_stop()
+        except OSError:
+            return False
+        return True
+
+    async def disconnect(self) -> None:
+        self._connected = False
+        self._drop_stream()
+
+    # -- events ---------------------------------------------------------------
+
+    async def _on_transcribe(self, request: Transcribe) -> None:
+        if self._stream is not None and not self._stream.done:
+            _LOGGER.warning("%s: transcribe during a stream; the stream is dropped", self._client)
+        self._drop_stream()
+        try:
+            language = (
+                resolve_language(request.language, self._backend.supported_languages)
+                if request.language
+                else self._config.default_language
+            )
+        except UnknownLanguageError as err:
+            _LOGGER.warning("%s: %s", self._client, err)
+            await self._send_error(str(err), "unknown-language")
+            self._options = self._default_options()
+            self._refused = True
+            return
+        self._refused = False
+        entries, dropped = bounded_entries(request.transcript_names, request.transcript_terms)
+        if dropped:
+            _LOGGER.warning(
+                "%s: kept %d names and terms, dropped %d beyond the bound (%d entries, %d bytes)",
+                self._client,
+                len(entries),
+                dropped,
+                MAX_CONTEXT_ENTRIES,
+                MAX_CONTEXT_BYTES,
+            )
+        self._options = SessionOptions(language=language, context=build_context(self._config.context, entries))
+        _LOGGER.debug("%s: transcribe %s", self._client, self._options)
+
+    async def _on_audio_start(self, start: AudioStart) -> None:
+        if self._stream is not None and not self._stream.done:
+            _LOGGER.warning("%s: audio-start during a stream; the old stream is dropped", self._client)
+        self._drop_stream()
+        self._dropping_audio = True  # until a stream starts below
+        if self._refused:
+            return
+        try:
+            normalizer = AudioNormalizer(start)
+        except AudioFormatError as err:
+            _LOGGER.warning("%s: %s", self._client, err)
+            await self._send_error(str(err), "bad-audio-format")
+            return
+        options, self._options = self._options, self._default_options()
+        loop = asyncio.get_running_loop()
+        try:
+            session = await loop.run_in_executor(self._backend.executor, self._backend.create_session, options)
+        except Exception:  # out of device memory, or a bug: either way this stream cannot be served
+            _LOGGER.exception("%s: cannot start a transcription", self._client)
+            await self._send_error("Transcription failed; see the server log", "transcription-failed")
+            return
+        target = self._config.emission_log
+        self._stream = Utterance(
+            session,
+            normalizer,
+            options,
+            backend=self._backend,
+            limits=self._config.limits,
+            send=self.write_event,
+            client=self._client,
+            emission_log=EmissionLog.for_utterance(target) if target is not None else None,
+        )
+        self._dropping_audio = False
+        _LOGGER.debug(
+            "%s: audio-start %s Hz, %s bytes, %s channels", self._client, start.rate, start.width, start.channels
+        )
+
+    async def _on_audio_chunk(self, chunk: AudioChunk) -> None:
+        stream = self._stream
+        if stream is None:
+            if not self._dropping_audio:
+                _LOGGER.warning("%s: audio-chunk before audio-start", self._client)
+                await self._send_error("audio-chunk before audio-start", "no-audio-start")
+                self._dropping_audio = True
+            return
+        try:
+            await stream.add(chunk)
+        except AudioFormatError as err:
+            _LOGGER.warning("%s: %s; the stream is dropped", self._client, err)
+            await self._send_error(str(err), "bad-audio")
+            self._drop_stream()
+            self._dropping_audio = True
+
+    async def _on_audio_stop(self) -> None:
+        stream = self._stream
+        if stream is None:
+            if not self._dropping_audio:
+                _LOGGER.warning("%s: audio-stop without audio-start", self._client)
+                await self._send_error("audio-stop without audio-start", "no-audio-start")
+            self._dropping_audio = False
+            self._refused = False
+            return
+        await stream.finish()  # at once if the stream was finished already (cap, timeout) or dropped
+        self._stream = None
+
+    def _drop_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None and not stream.done:
+            stream.drop()
+
+    async def _send_error(self, text: str, code: str) -> None:
+        if self._connected:
+            try:
+                await self.write_event(Error(text=text, code=code).event())
+            except OSError:
+                self._connected = False

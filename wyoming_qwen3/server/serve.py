@@ -1,0 +1,149 @@
+"""Starting the service: resolve the model, load the backend, warm it up, listen, announce over zeroconf."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+
+from wyoming.event import async_get_stdin
+from wyoming.server import AsyncServer, AsyncStdioServer, AsyncTcpServer
+
+from ..backends.base import Backend
+from ..backends.loading import BackendLoadError, choose_backend, create_backend
+from ..model.catalogue import ModelNotFoundError, ResolvedModel, check_backend, resolve_model
+from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
+from .discovery import ServiceAnnouncement, routable_address
+from .emission_log import EmissionLog
+from .handler import HandlerConfig, Qwen3EventHandler
+from .info import build_info
+
+_LOGGER = logging.getLogger("wyoming_qwen3")
+
+#: Loads the chosen backend: (kind, model, options) -> backend; tools pass their own.
+BackendFactory = Callable[[str, ResolvedModel, argparse.Namespace], Backend]
+
+
+class StartupError(Exception):
+    """A problem with the configuration, reported in one line without a traceback."""
+
+
+def handler_config(args: argparse.Namespace, default_language: str | None) -> HandlerConfig:
+    """The settings every connection shares."""
+    return HandlerConfig(
+        default_language=default_language,
+        context=args.context,
+        max_audio_seconds=args.max_audio_seconds,
+        audio_timeout_seconds=args.audio_timeout,
+        idle_timeout_seconds=args.idle_timeout,
+        event_timeout_seconds=args.event_timeout,
+        emission_log=args.emission_log,
+    )
+
+
+async def load(args: argparse.Namespace, load_backend: BackendFactory) -> tuple[ResolvedModel, Backend]:
+    """The model resolved (downloaded if need be) and loaded behind its backend, warmed up."""
+    try:
+        kind = choose_backend(args.backend)
+        # Checked before the (slow) model load so that a typo fails at once.
+        resolve_language(args.language, LANGUAGE_NAMES.values())
+        check_backend(args.model, kind)
+        model = resolve_model(args.model, args.data_dir, args.download_dir)
+        backend = load_backend(kind, model, args)
+    except (BackendLoadError, UnknownLanguageError, ModelNotFoundError) as err:
+        raise StartupError(str(err)) from err
+    started = time.monotonic()
+    try:
+        await asyncio.get_running_loop().run_in_executor(backend.executor, backend.warm_up)
+    except Exception as err:  # a missing dependency shows here, at start, not in every utterance
+        raise StartupError(f"the {backend.name} backend failed its warm-up transcription: {err!r}") from err
+    _LOGGER.info("Warmed up in %.1f s", time.monotonic() - started)
+    return model, backend
+
+
+async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_backend) -> None:
+    """Load, announce, and serve until stopped (SIGTERM, or the end of stdin for ``stdio://``)."""
+    try:
+        server = AsyncServer.from_uri(args.uri)
+    except ValueError as err:
+        raise StartupError(f"bad --uri '{args.uri}': {err}") from err
+    if args.zeroconf and not isinstance(server, AsyncTcpServer):
+        raise StartupError("--zeroconf needs a tcp:// --uri")
+    if args.emission_log is not None:  # checked before the (slow) model load, not at the first stream
+        try:
+            EmissionLog.check_target(args.emission_log)
+        except OSError as err:
+            raise StartupError(f"--emission-log: {err}") from err
+    model, backend = await load(args, load_backend)
+    try:
+        language = resolve_language(args.language, backend.supported_languages)
+    except UnknownLanguageError as err:
+        raise StartupError(str(err)) from err
+    config = handler_config(args, language)
+    info = build_info(model, backend.name, backend.supported_languages)
+    handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config)
+    try:
+        if isinstance(server, AsyncStdioServer):
+            await serve_stdio(handler_factory, f"{model.name} ({backend.name} backend)")
+        else:
+            await serve_socket(server, handler_factory, args, f"{model.name} ({backend.name} backend)")
+    finally:
+        backend.executor.shutdown(wait=False, cancel_futures=True)
+
+
+async def serve_stdio(handler_factory: Callable[..., Qwen3EventHandler], what: str) -> None:
+    """One connection on stdin and stdout, read by the handler's own loop (strict reading, timeouts, one log line).
+
+    wyoming's AsyncStdioServer calls ``handle_event`` directly with its lenient
+    reader, so one malformed line would read as the end of input.
+    """
+    reader = await async_get_stdin()
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    loop.add_signal_handler(signal.SIGTERM, reader.feed_eof)
+    try:
+        _LOGGER.info("Ready: %s on stdio://", what)
+        await handler_factory(reader, writer).run()
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+async def serve_socket(
+    server: AsyncServer, handler_factory: Callable[..., Qwen3EventHandler], args: argparse.Namespace, what: str
+) -> None:
+    """Listen, then announce (a browser that connects on discovery is never refused), until SIGTERM."""
+    announcement: ServiceAnnouncement | None = None
+    if args.zeroconf:
+        assert isinstance(server, AsyncTcpServer)
+        try:
+            host = routable_address(server.host)
+        except OSError as err:
+            raise StartupError(f"cannot announce over zeroconf: {err}") from err
+        bound_to_all = ipaddress.ip_address(socket.gethostbyname(server.host)).is_unspecified
+        announcement = ServiceAnnouncement(args.zeroconf, host, server.port, all_interfaces=bound_to_all)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)  # docker stop, systemd; Ctrl-C cancels instead
+    try:
+        try:
+            await server.start(handler_factory)  # the port accepts connections once this returns
+        except OSError as err:
+            raise StartupError(f"cannot listen on {args.uri}: {err}") from err
+        if announcement is not None:
+            await announcement.register()
+        _LOGGER.info("Ready: %s on %s", what, args.uri)
+        await stop.wait()
+        _LOGGER.info("Stopping")
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        if announcement is not None:
+            await announcement.close()
+        await server.stop()

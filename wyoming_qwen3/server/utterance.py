@@ -1,0 +1,240 @@
+"""One utterance on a connection, from ``audio-start`` to the final transcript.
+
+Audio is converted, bounded and buffered here; streaming steps run on the
+backend's inference thread while more audio arrives, each taking all the audio
+that came during the one before, and their committed text goes out as
+``transcript-chunk`` deltas. No step runs until the stream holds speech
+(``SPEECH_LEVEL_DBFS``); a stream that never does gets an empty transcript
+without decoding. The final transcript is sent once, at ``audio-stop``, at the
+cap, or when the client stops sending audio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import numpy as np
+from wyoming.asr import Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
+from wyoming.audio import AudioChunk
+from wyoming.error import Error
+from wyoming.event import Event
+
+from ..backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
+from ..backends.inference import FINAL
+from ..model.format import SAMPLE_RATE
+from ..model.languages import language_code
+from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer, loudest_frame_dbfs
+from .emission_log import EmissionLog
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Sends one event to the client; raises OSError once the client is gone.
+Send = Callable[[Event], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """Bounds every utterance shares."""
+
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
+    max_audio_seconds: float
+    #: A stream with no audio for this long is finished as if audio-stop came.
+    audio_timeout_seconds: float
+
+
+class Utterance:
+    """One stream in flight: its session, buffered audio, the text sent, and its tasks."""
+
+    def __init__(
+        self,
+        session: StreamingSession,
+        normalizer: AudioNormalizer,
+        options: SessionOptions,
+        *,
+        backend: Backend,
+        limits: StreamLimits,
+        send: Send,
+        client: str,
+        emission_log: EmissionLog | None = None,
+    ) -> None:
+        self._session = session
+        self._normalizer = normalizer
+        self._options = options
+        self._backend = backend
+        self._limits = limits
+        self._send = send
+        self._client = client
+        self._emission_log = emission_log
+        self._pending: list[np.ndarray] = []
+        self._received_samples = 0
+        #: Samples handed to the session: the speech its committed text was decided on.
+        self._fed_samples = 0
+        #: Set once any 10 ms frame reached SPEECH_LEVEL_DBFS; until then no step runs.
+        self._speech_detected = False
+        #: The text sent in transcript-chunk events so far.
+        self._sent = ""
+        self._started = False
+        #: Set once the final transcript is due (or the stream was dropped): no step starts after it.
+        self.finishing = False
+        #: Set once the final transcript went out, or the stream was dropped.
+        self.done = False
+        loop = asyncio.get_running_loop()
+        self._last_audio_time = loop.time()
+        self._step_task: asyncio.Task[None] | None = None
+        self._watchdog = asyncio.create_task(self._watch_for_silence())
+
+    @property
+    def mid_stream(self) -> bool:
+        """Whether the stream was still taking audio."""
+        return not self.finishing
+
+    async def add(self, chunk: AudioChunk) -> None:
+        """Take one chunk (dropped quietly once finishing); raises AudioFormatError for audio it cannot read."""
+        if self.finishing:
+            return
+        samples = self._normalizer.convert(chunk)
+        self._last_audio_time = asyncio.get_running_loop().time()
+        cap = int(self._limits.max_audio_seconds * SAMPLE_RATE)
+        samples = samples[: max(cap - self._received_samples, 0)]
+        self._received_samples += samples.shape[0]
+        if samples.shape[0]:
+            self._pending.append(samples)
+            self._speech_detected = self._speech_detected or loudest_frame_dbfs(samples) >= SPEECH_LEVEL_DBFS
+        if self._received_samples >= cap:
+            _LOGGER.warning(
+                "%s: stream passed the %.0f s cap; sending the transcript of the first %.0f s",
+                self._client,
+                self._limits.max_audio_seconds,
+                self._limits.max_audio_seconds,
+            )
+            await self.finish()
+            return
+        if self._speech_detected and (self._step_task is None or self._step_task.done()):
+            self._step_task = asyncio.create_task(self._run_steps())
+
+    async def _run_steps(self) -> None:
+        """Feed buffered audio to the session until none is left or the stream ends, sending committed text.
+
+        Each step takes all the audio that came during the one before, so a slow machine
+        streams at its own pace; once the stream is finishing, what is left goes to the final pass.
+        """
+        loop = asyncio.get_running_loop()
+        while self._pending and not self.finishing:
+            audio = np.concatenate(self._pending)
+            self._pending.clear()
+            self._fed_samples += audio.shape[0]
+            try:
+                delta = await loop.run_in_executor(self._backend.executor, self._session.feed, audio)
+            except Exception:
+                await self._fail()
+                return
+            try:
+                await self._send_text(delta)
+            except OSError:
+                return  # the client is gone; the handler logs it and drops the stream
+
+    async def finish(self) -> None:
+        """Send the final transcript; runs once per stream, whoever asks first."""
+        if self.finishing:
+            return
+        self.finishing = True
+        self._session.stop_early()  # a step under way ends at its next token
+        if self._watchdog is not asyncio.current_task():
+            self._watchdog.cancel()
+        if self._step_task is not None:
+            await asyncio.wait([self._step_task])
+        if self.done:
+            return  # dropped, or failed, meanwhile
+        if self._received_samples == 0:
+            _LOGGER.warning("%s: empty audio stream; sending an empty transcript", self._client)
+        elif not self._speech_detected:
+            _LOGGER.info("%s: no speech (no 10 ms frame above %.0f dBFS); not decoded", self._client, SPEECH_LEVEL_DBFS)
+        pending = np.concatenate(self._pending) if self._pending else None
+        self._pending.clear()
+        self._fed_samples = self._received_samples
+        try:
+            if self._speech_detected:
+                # Straight into the final pass, ahead of other streams' queued steps: the user is waiting.
+                future = self._backend.executor.submit_with_priority(FINAL, self._session.finish, pending)
+                final = await asyncio.wrap_future(future)
+            else:
+                final = FinalDelta(text="", language=self._options.language or "")
+        except Exception:
+            await self._fail()
+            return
+        if self.done:
+            return
+        self.done = True
+        language = language_code(final.language) if final.language else None
+        await self._send_text(final.text, language, final=True)
+        _LOGGER.info(
+            "%s: transcript (%s, %.2f s): %s",
+            self._client,
+            final.language or "?",
+            self._received_samples / SAMPLE_RATE,
+            self._sent,
+        )
+        await self._send(Transcript(text=self._sent, language=language).event())
+        await self._send(TranscriptStop().event())
+
+    def drop(self) -> None:
+        """Stop the stream without a transcript: the client left, or started another."""
+        self.finishing = self.done = True
+        # A step under way ends at its next token: it would hold the shared inference thread
+        # for nothing (2-3 s of CPU on the 0.6B shape).
+        self._session.stop_early()
+        for task in (self._step_task, self._watchdog):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+
+    async def _fail(self) -> None:
+        """A model call failed: a bug or an exhausted device. Logged with its traceback; the client is told."""
+        _LOGGER.exception("%s: transcription failed", self._client)
+        self.drop()
+        try:
+            await self._send(
+                Error(text="Transcription failed; see the server log", code="transcription-failed").event()
+            )
+        except OSError:
+            pass  # the client is gone too
+
+    async def _send_text(self, delta: str, language: str | None = None, final: bool = False) -> None:
+        if not self._started:
+            self._started = True
+            forced = language or (language_code(self._options.language) if self._options.language else None)
+            await self._send(TranscriptStart(language=forced).event())
+        if not delta:
+            return
+        self._sent += delta
+        await self._send(TranscriptChunk(text=delta).event())
+        if self._emission_log is not None:
+            await self._log_emission(delta, final)
+
+    async def _log_emission(self, delta: str, final: bool) -> None:
+        """Write the units sent, off the event loop; a failed write stops this stream's log, nothing else."""
+        assert self._emission_log is not None
+        try:
+            await asyncio.to_thread(self._emission_log.write, delta, self._fed_samples / SAMPLE_RATE, final)
+        except OSError as err:
+            _LOGGER.warning(
+                "%s: cannot write the emission log (%s); not logging this stream further", self._client, err
+            )
+            self._emission_log = None
+
+    async def _watch_for_silence(self) -> None:
+        """Finish a stream whose client stopped sending audio without audio-stop."""
+        loop = asyncio.get_running_loop()
+        timeout = self._limits.audio_timeout_seconds
+        while (remaining := self._last_audio_time + timeout - loop.time()) > 0:
+            await asyncio.sleep(remaining)
+        if not self.finishing:
+            _LOGGER.warning(
+                "%s: no audio for %.1f s and no audio-stop; sending the transcript so far", self._client, timeout
+            )
+            try:
+                await self.finish()
+            except OSError:
+                pass  # the client is gone; the handler logs it
