@@ -9,6 +9,7 @@ from the hub only when timestamps are asked for, loading by folder or hub name.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -143,8 +144,12 @@ def test_backend_reports_the_model_languages_and_detected_language(tmp_path: Pat
 def test_loading_goes_through_the_library_on_the_inference_thread(tmp_path: Path, on_a_mac: None) -> None:
     folder = model_folder(tmp_path / "model", timeline_of(["hi"]))
     backend = MlxBackend(str(folder))
-    backend.warm_up()
-    assert backend._asr.dtype == "float16"  # noqa: SLF001
+    asr = backend._asr  # noqa: SLF001
+    assert asr.threads == {"inference"}  # loaded on the inference thread
+    backend.executor.submit(backend.warm_up).result(timeout=30)  # the server warms up there too
+    assert asr.calls and asr.threads == {"inference"}  # and used on it alone
+    assert asr.dtype == "float16"
+    backend.executor.shutdown()
 
 
 def serve_args(model: str, tmp_path: Path) -> list[str]:
@@ -251,3 +256,40 @@ def test_choosing_mlx_off_a_mac_names_the_extra() -> None:
     assert result.returncode == 2
     assert "pip install 'wyoming-qwen3[mlx]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def describe_library(module: object) -> dict:
+    """What the backend relies on: the parameters of Session() and Session.transcribe, the result's fields."""
+    import dataclasses
+    import inspect
+
+    def parameters(function: object) -> list[list]:
+        plain = (type(None), bool, int, float, str)
+        return [
+            [p.name, p.kind.name, p.default if isinstance(p.default, plain) else type(p.default).__name__]
+            for p in inspect.signature(function).parameters.values()
+            if p.name not in ("self", "dtype")  # dtype: an mlx.core.Dtype there, a name here
+        ]
+
+    session = module.Session
+    result = module.TranscriptionResult
+    return {
+        "Session": parameters(session.__init__),
+        "transcribe": parameters(session.transcribe),
+        "TranscriptionResult": [f.name for f in dataclasses.fields(result)],
+    }
+
+
+def test_the_stand_in_has_the_real_librarys_signatures() -> None:
+    """Run wherever mlx-qwen3-asr imports (a Mac with the mlx extra): the stand-in must match it."""
+    code = (
+        "import json, sys; sys.path.insert(0, '.'); import mlx_qwen3_asr\n"
+        "from tests.test_mlx_backend import describe_library\n"
+        "print(json.dumps(describe_library(mlx_qwen3_asr)))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    if "No module named 'mlx" in real.stderr:
+        pytest.skip("mlx-qwen3-asr is not installed here (macOS arm64 only): the stand-in is checked against it there")
+    assert real.returncode == 0, real.stderr
+    assert describe_library(mlx_qwen3_asr) == json.loads(real.stdout.splitlines()[-1])

@@ -25,7 +25,8 @@ audio is heard half-said (a word) or not at all (a character).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ import numpy as np
 SAMPLE_RATE = 16000
 DEFAULT_MODEL_ID = "Qwen/Qwen3-ASR-0.6B"
 ALIGNER_MODEL_ID = "Qwen/Qwen3-ForcedAligner-0.6B"
+DEFAULT_DIARIZATION_DEVICE = "auto"
 _SPOKEN, _QUIET = 0.3, 5e-4  # speech, and a room's hiss (-66 dBFS)
 
 
@@ -130,18 +132,21 @@ def parse_asr_output(text: str, user_language: str | None = None) -> tuple[str, 
     return "unknown", s
 
 
-@dataclass
 class Session:
-    model: str = DEFAULT_MODEL_ID
-    dtype: Any = "float16"
-    tokenizer_model: str | None = None
-    #: Calls to ``transcribe``: (seconds of audio, keyword arguments).
-    calls: list[tuple[float, dict]] = field(default_factory=list)
+    """``mlx_qwen3_asr.Session``: the same signature, loading a local folder or failing on a hub name."""
 
-    def __post_init__(self) -> None:
-        folder = Path(self.model)
+    def __init__(
+        self, model: str = DEFAULT_MODEL_ID, *, dtype: Any = "float16", tokenizer_model: str | None = None
+    ) -> None:
+        self.model = model
+        self.dtype = dtype
+        #: Calls to ``transcribe``: (seconds of audio, the options that change what it does).
+        self.calls: list[tuple[float, dict]] = []
+        #: The threads the model was loaded on and used on (MLX 0.31+ binds lazily built arrays to one thread).
+        self.threads = {threading.current_thread().name}
+        folder = Path(model)
         if not (folder / "config.json").is_file():
-            raise OSError(f"We couldn't connect to 'https://huggingface.co' to load {self.model}")
+            raise OSError(f"We couldn't connect to 'https://huggingface.co' to load {model}")
         self.config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         script = json.loads((folder / "standin.json").read_text(encoding="utf-8"))
         self.language: str = script["language"]
@@ -174,16 +179,26 @@ class Session:
         self,
         audio: Any,
         *,
+        draft_model: Any = None,
         context: str = "",
         language: str | None = None,
         return_timestamps: bool = False,
+        diarize: bool = False,
+        diarization_num_speakers: int | None = None,
+        diarization_min_speakers: int = 1,
+        diarization_max_speakers: int = 8,
+        diarization_device: str = DEFAULT_DIARIZATION_DEVICE,
+        return_chunks: bool = False,
         forced_aligner: Any = None,
         max_new_tokens: int | None = None,
-        **options: Any,
+        num_draft_tokens: int = 4,
+        verbose: bool = False,
+        on_progress: Any = None,
     ) -> TranscriptionResult:
         samples = np.asarray(audio, dtype=np.float32)
-        self.calls.append((samples.shape[0] / SAMPLE_RATE, {"return_timestamps": return_timestamps, **options}))
-        if return_timestamps:
+        self.calls.append((samples.shape[0] / SAMPLE_RATE, {"return_timestamps": return_timestamps}))
+        self.threads.add(threading.current_thread().name)
+        if return_timestamps or diarize:
             ForcedAligner(forced_aligner or ALIGNER_MODEL_ID)
         if self.failure:
             raise ImportError(self.failure)
