@@ -33,7 +33,7 @@ from pathlib import Path
 from tools.client import Reply, stream
 from tools.server_process import add_server_arguments, server_flags, start_server
 from tools.speech import Speech, as_speech, speak
-from training.demo_model import wer
+from tools.wer import wer
 from wyoming_qwen3.model.catalogue import resolve_model
 
 

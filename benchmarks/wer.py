@@ -19,10 +19,10 @@ import tempfile
 from pathlib import Path
 
 from tools.client import stream
+from tools.corpus import heldout_utterances
 from tools.server_process import add_server_arguments, server_flags, start_server
 from tools.speech import as_speech, speak
-from training.corpus import heldout_utterances
-from training.demo_model import normalize, wer
+from tools.wer import normalize, wer
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tools.corpus import augment, speak_timed
 from tools.speech import speak
-from training.corpus import augment, speak_timed
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 TEXT = "set the kitchen temperature to twenty five degrees"

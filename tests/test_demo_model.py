@@ -11,7 +11,7 @@ import pytest
 
 from tools.client import assert_streaming_order
 from tools.speech import as_speech, speak
-from training.demo_model import word_errors
+from tools.wer import word_errors
 from wyoming_qwen3.backends.base import SessionOptions
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
 from wyoming_qwen3.backends.simulkv.settings import (

@@ -24,12 +24,7 @@ import numpy as np
 import torch
 
 from tools.alignment_heads import find_heads, synthesize
-from tools.random_model import ModelShape, build_tokenizer, create_model, create_processor
-from tools.speech import speak
-from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
-from wyoming_qwen3.model.qwen import QwenAsrModel
-
-from .corpus import (
+from tools.corpus import (
     AREAS,
     DEVICES,
     HELDOUT_VOICES,
@@ -42,6 +37,11 @@ from .corpus import (
     speak_timed,
     word_salad,
 )
+from tools.random_model import ModelShape, build_tokenizer, create_model, create_processor
+from tools.speech import speak
+from tools.wer import wer
+from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
+from wyoming_qwen3.model.qwen import QwenAsrModel
 
 DEMO_SHAPE = ModelShape(
     audio_layers=4,
@@ -152,31 +152,6 @@ class Trainer:
         out = self.thinker.model(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=False)
         logits = self.thinker.lm_head(out.last_hidden_state)
         return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
-
-
-def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
-    """(edit distance in words, reference words)."""
-    ref, hyp = reference.split(), hypothesis.split()
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        previous, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
-    return row[-1], len(ref)
-
-
-def normalize(text: str) -> str:
-    """Lower case, punctuation to spaces: how transcripts are compared with their references."""
-    return " ".join(text.lower().replace(",", " ").replace(".", " ").replace("?", " ").split())
-
-
-def wer(pairs: list[tuple[str, str]]) -> float:
-    """Word error rate of (reference, hypothesis) pairs, both normalized."""
-    errors = words = 0
-    for reference, hypothesis in pairs:
-        e, n = word_errors(normalize(reference), normalize(hypothesis))
-        errors, words = errors + e, words + n
-    return errors / max(words, 1)
 
 
 def evaluate(qwen: QwenAsrModel, examples: list[Example], audio_of) -> float:  # noqa: ANN001

@@ -1,0 +1,28 @@
+"""Word error rate, as every figure of the project computes it: lower case, punctuation to spaces."""
+
+from __future__ import annotations
+
+
+def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(edit distance in words, reference words)."""
+    ref, hyp = reference.split(), hypothesis.split()
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        previous, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
+    return row[-1], len(ref)
+
+
+def normalize(text: str) -> str:
+    """Lower case, punctuation to spaces: how transcripts are compared with their references."""
+    return " ".join(text.lower().replace(",", " ").replace(".", " ").replace("?", " ").split())
+
+
+def wer(pairs: list[tuple[str, str]]) -> float:
+    """Word error rate of (reference, hypothesis) pairs, both normalized."""
+    errors = words = 0
+    for reference, hypothesis in pairs:
+        e, n = word_errors(normalize(reference), normalize(hypothesis))
+        errors, words = errors + e, words + n
+    return errors / max(words, 1)
