@@ -67,8 +67,8 @@ def test_script_writes_a_heads_file_the_server_can_load(tiny_model: Path, tmp_pa
 
 @pytest.mark.parametrize("name", ["Qwen/Qwen3-ASR-0.6B", "Qwen/Qwen3-ASR-1.7B"])
 def test_real_models_use_the_heads_measured_on_their_weights(name, tmp_path) -> None:
-    # A downloaded copy in a data folder, as the server finds it (config only: nothing is loaded).
-    folder = tmp_path / name.replace("/", "--")
+    # A downloaded copy of the -hf repo in a data folder, as the server finds it (config only: nothing is loaded).
+    folder = tmp_path / (name.replace("/", "--") + "-hf")
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "qwen3_asr"}))
     model = resolve_model(name, [tmp_path], tmp_path)

@@ -208,9 +208,9 @@ def test_int8_weights_load_and_transcribe(scripted_model: Path) -> None:
 
     full = QwenAsrModel.load(scripted_model, "cpu")
     small = QwenAsrModel.load(scripted_model, "cpu", quantize="int8")
-    linear = small.thinker.model.layers[0].self_attn.q_proj
+    linear = small.decoder.layers[0].self_attn.q_proj
     assert isinstance(linear, torch.ao.nn.quantized.dynamic.Linear)
-    assert isinstance(small.thinker.lm_head, torch.ao.nn.quantized.dynamic.Linear)
+    assert isinstance(small.model.lm_head, torch.ao.nn.quantized.dynamic.Linear)
     audio = np.random.default_rng(0).normal(0, 0.1, 3 * 16000).astype(np.float32)
     # The scripted model's answer is carried by its weights; int8 must keep it.
     expected = full.transcribe(audio, language="English").text
@@ -223,3 +223,13 @@ def test_an_emission_log_that_cannot_be_written_is_refused_at_startup(tiny_model
     assert result.returncode == 2
     assert f"--emission-log: {target.parent} is not a folder" in result.stderr
     assert "Traceback" not in result.stderr and "Loading" not in result.stderr  # refused before the model loads
+
+
+def test_a_folder_in_the_original_layout_is_refused_with_what_to_download(tmp_path: Path) -> None:
+    """Qwen/Qwen3-ASR-0.6B as qwen-asr and the mlx backend read it: transformers loads the -hf repos."""
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3_asr", "thinker_config": {}}')
+    result = run_cli("--model", str(tmp_path), "--device", "cpu")
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("wyoming-qwen3: error")]
+    assert "original (qwen-asr) layout" in line and "Qwen/Qwen3-ASR-0.6B-hf" in line
+    assert "Traceback" not in result.stderr

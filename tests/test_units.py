@@ -126,3 +126,16 @@ def test_dtype_falls_back_to_float16_where_cuda_lacks_bfloat16(monkeypatch) -> N
     assert select_dtype(cpu) == torch.float32
     assert select_dtype(torch.device("mps")) == torch.float32
     assert select_dtype(cpu, "bfloat16") == torch.bfloat16
+
+
+def test_each_backend_gets_the_repository_it_loads(tmp_path) -> None:
+    from wyoming_qwen3.model.catalogue import resolve_model
+
+    for folder in ("Qwen--Qwen3-ASR-0.6B-hf", "Qwen--Qwen3-ASR-0.6B"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text('{"model_type": "qwen3_asr"}')
+    torch_side = resolve_model("Qwen/Qwen3-ASR-0.6B", [tmp_path], tmp_path, "simulkv")
+    mac_side = resolve_model("Qwen/Qwen3-ASR-0.6B", [tmp_path], tmp_path, "mlx")
+    assert torch_side.path.name == "Qwen--Qwen3-ASR-0.6B-hf" and mac_side.path.name == "Qwen--Qwen3-ASR-0.6B"
+    by_repo = resolve_model("qwen/qwen3-asr-0.6b-hf", [tmp_path], tmp_path, "simulkv")
+    assert by_repo == torch_side and by_repo.name == "Qwen/Qwen3-ASR-0.6B"

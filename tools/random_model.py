@@ -1,9 +1,9 @@
 """Build a random-weight Qwen3-ASR model folder offline, for tests and benchmarks.
 
 No test may need the Hugging Face hub, so the project makes its own models: the
-exact Qwen3-ASR architecture from ``qwen-asr`` with random weights, a small
-byte-level BPE tokenizer that keeps the real special tokens and the
-``language X<asr_text>`` output format, and Whisper's 128-bin feature extractor.
+exact Qwen3-ASR architecture of transformers (the ``-hf`` layout) with random
+weights, a small byte-level BPE tokenizer that keeps the real special tokens and
+the ``language X<asr_text>`` output format, and the 128-bin feature extractor.
 
 Two shapes are offered:
 
@@ -88,11 +88,13 @@ class ModelShape:
     text_heads: int
     text_kv_heads: int
     head_dim: int
-    mrope_section: tuple[int, int, int]
     vocab_size: int
     #: Rows of the embedding and the output projection, when not the tokenizer's size: the real
     #: checkpoint's vocabulary, so that decoding reads and computes what the real model's does.
     model_vocab_size: int | None = None
+    #: The output projection is the embedding (Qwen3-0.6B's and the real checkpoints' way); the
+    #: scripted decoder needs them apart.
+    tied_embeddings: bool = False
 
 
 SHAPES: dict[str, ModelShape] = {
@@ -112,7 +114,6 @@ SHAPES: dict[str, ModelShape] = {
         text_heads=4,
         text_kv_heads=2,
         head_dim=16,
-        mrope_section=(2, 3, 3),
         vocab_size=400,
     ),
     # Qwen/Qwen3-ASR-0.6B's published config.json; the tokenizer is small, the model's vocabulary real.
@@ -130,9 +131,9 @@ SHAPES: dict[str, ModelShape] = {
         text_heads=16,
         text_kv_heads=8,
         head_dim=128,
-        mrope_section=(24, 20, 20),
         vocab_size=2000,
         model_vocab_size=151936,
+        tied_embeddings=True,
     ),
 }
 
@@ -140,7 +141,7 @@ SHAPES: dict[str, ModelShape] = {
 def build_tokenizer(vocab_size: int, corpus: list[str] | None = None) -> Any:
     """Train a small byte-level BPE tokenizer that keeps the real special tokens."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import Qwen2TokenizerFast
+    from transformers import Qwen2Tokenizer
 
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -156,7 +157,7 @@ def build_tokenizer(vocab_size: int, corpus: list[str] | None = None) -> Any:
     # so skip_special_tokens=True keeps it in the decoded text.
     backend.add_tokens([AddedToken(ASR_TEXT_TAG, special=False, normalized=False)])
 
-    return Qwen2TokenizerFast(
+    return Qwen2Tokenizer(
         tokenizer_object=backend,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
@@ -180,7 +181,7 @@ def sharpen_audio_attention(model: Any, factor: float = 16.0) -> None:
     """
     import torch
 
-    tower = model.thinker.audio_tower
+    tower = model.model.audio_tower
     with torch.no_grad():
         for conv in (tower.conv2d1, tower.conv2d2, tower.conv2d3, tower.conv_out):
             conv.weight.mul_(factor / 2)
@@ -205,21 +206,23 @@ def script_decoder(model: Any, tokenizer: Any, text: str) -> None:
     chain.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
     if len(set(chain)) != len(chain):
         raise ValueError(f"script {text!r} repeats a token; choose words whose tokens differ")
-    thinker = model.thinker
-    hidden = thinker.config.text_config.hidden_size
+    decoder = model.model.language_model
+    hidden = model.config.text_config.hidden_size
     if len(chain) > hidden:
         raise ValueError(f"script {text!r} is longer than the hidden size {hidden}")
+    if model.lm_head.weight is decoder.get_input_embeddings().weight:
+        raise ValueError("a scripted decoder needs an output projection of its own (untied embeddings)")
     with torch.no_grad():
-        for layer in thinker.model.layers:
+        for layer in decoder.layers:
             layer.self_attn.o_proj.weight.zero_()
             layer.mlp.down_proj.weight.zero_()
-        thinker.model.norm.weight.fill_(1.0)
-        embeddings = thinker.get_input_embeddings().weight
+        decoder.norm.weight.fill_(1.0)
+        embeddings = decoder.get_input_embeddings().weight
         embeddings.zero_()
-        thinker.lm_head.weight.zero_()
+        model.lm_head.weight.zero_()
         for position, (token, successor) in enumerate(zip(chain, chain[1:], strict=False)):
             embeddings[token, position] = 1.0
-            thinker.lm_head.weight[successor, position] = 1.0
+            model.lm_head.weight[successor, position] = 1.0
 
 
 def build_random_model(out_dir: Path, shape_name: str = "tiny", seed: int = 0, script: str | None = None) -> Path:
@@ -255,57 +258,54 @@ def create_random_model(shape_name: str = "tiny", seed: int = 0, script: str | N
     return model, create_processor(tokenizer)
 
 
-def create_model(shape: ModelShape, tokenizer: Any) -> Any:
-    """A Qwen3-ASR model of ``shape`` (random weights) for ``tokenizer``'s vocabulary."""
-    from qwen_asr.core.transformers_backend import Qwen3ASRConfig, Qwen3ASRForConditionalGeneration
+def create_model(shape: ModelShape, tokenizer: Any, languages: tuple[str, ...] = ("English",)) -> Any:
+    """A Qwen3-ASR model of ``shape`` (random weights) for ``tokenizer``'s vocabulary, speaking ``languages``."""
+    from transformers import Qwen3ASRConfig, Qwen3ASRForConditionalGeneration
 
+    eos = [tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
     config = Qwen3ASRConfig(
-        thinker_config={
-            "audio_config": {
-                "num_mel_bins": 128,
-                "encoder_layers": shape.audio_layers,
-                "encoder_attention_heads": shape.audio_heads,
-                "encoder_ffn_dim": shape.audio_ffn,
-                "d_model": shape.audio_d_model,
-                "output_dim": shape.text_hidden,
-                "n_window": shape.n_window,
-                "n_window_infer": shape.n_window_infer,
-                "downsample_hidden_size": shape.audio_downsample,
-            },
-            "text_config": {
-                "vocab_size": shape.model_vocab_size or len(tokenizer),
-                "hidden_size": shape.text_hidden,
-                "intermediate_size": shape.text_intermediate,
-                "num_hidden_layers": shape.text_layers,
-                "num_attention_heads": shape.text_heads,
-                "num_key_value_heads": shape.text_kv_heads,
-                "head_dim": shape.head_dim,
-                "max_position_embeddings": 65536,
-                "rope_scaling": {
-                    "mrope_section": list(shape.mrope_section),
-                    "interleaved": True,
-                    "type": "default",
-                },
-            },
-            "audio_token_id": tokenizer.convert_tokens_to_ids("<|audio_pad|>"),
-            "audio_start_token_id": tokenizer.convert_tokens_to_ids("<|audio_start|>"),
+        audio_config={
+            "num_mel_bins": 128,
+            "encoder_layers": shape.audio_layers,
+            "encoder_attention_heads": shape.audio_heads,
+            "encoder_ffn_dim": shape.audio_ffn,
+            "d_model": shape.audio_d_model,
+            "output_dim": shape.text_hidden,
+            "n_window": shape.n_window,
+            "n_window_infer": shape.n_window_infer,
+            "downsample_hidden_size": shape.audio_downsample,
         },
-        support_languages=["English"],
+        text_config={
+            "vocab_size": shape.model_vocab_size or len(tokenizer),
+            "hidden_size": shape.text_hidden,
+            "intermediate_size": shape.text_intermediate,
+            "num_hidden_layers": shape.text_layers,
+            "num_attention_heads": shape.text_heads,
+            "num_key_value_heads": shape.text_kv_heads,
+            "head_dim": shape.head_dim,
+            "max_position_embeddings": 65536,
+            "tie_word_embeddings": shape.tied_embeddings,
+        },
+        audio_token_id=tokenizer.convert_tokens_to_ids("<|audio_pad|>"),
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=eos,
+        tie_word_embeddings=shape.tied_embeddings,
+        # Not a field of the -hf config (those speak every language of the table): a model of ours says.
+        support_languages=list(languages),
     )
     model = Qwen3ASRForConditionalGeneration(config).eval()
     # The checkpoint's own generation defaults point at the real vocabulary.
-    model.generation_config.eos_token_id = [tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
+    model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model
 
 
 def create_processor(tokenizer: Any) -> Any:
-    """The processor: Whisper's 128-bin features, the tokenizer, the chat template."""
-    from qwen_asr.core.transformers_backend import Qwen3ASRProcessor
-    from transformers import WhisperFeatureExtractor
+    """The processor: the 128-bin log-mel features, the tokenizer, the chat template."""
+    from transformers import Qwen3ASRFeatureExtractor, Qwen3ASRProcessor
 
     return Qwen3ASRProcessor(
-        feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=tokenizer, chat_template=CHAT_TEMPLATE
+        feature_extractor=Qwen3ASRFeatureExtractor(), tokenizer=tokenizer, chat_template=CHAT_TEMPLATE
     )
 
 

@@ -57,7 +57,6 @@ DEMO_SHAPE = ModelShape(
     text_heads=4,
     text_kv_heads=2,
     head_dim=40,
-    mrope_section=(8, 6, 6),
     vocab_size=320,
 )
 
@@ -96,7 +95,6 @@ class Trainer:
     def __init__(self, qwen: QwenAsrModel, prefix_fraction: float) -> None:
         self.qwen = qwen
         self.prefix_fraction = prefix_fraction
-        self.thinker = qwen.thinker
         self.tokenizer = qwen.tokenizer
         self.rng = random.Random(0)
 
@@ -114,9 +112,7 @@ class Trainer:
         answer_ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"] + [
             self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         ]
-        audio = self.thinker.audio_tower(
-            self.spec_augment(features), feature_lens=torch.tensor([features.shape[1]])
-        ).last_hidden_state
+        audio = self.qwen.embed_features(self.spec_augment(features))
         embeds = torch.cat(
             [self.qwen.embed_tokens(prompt.prefix)[0], audio, self.qwen.embed_tokens(prompt.suffix + answer_ids)[0]]
         )
@@ -148,9 +144,9 @@ class Trainer:
             mask[row, : e.shape[0]] = 1
             # The position before each answer token predicts it.
             labels[row, start - 1 : start - 1 + len(answer)] = torch.tensor(answer)
-        positions = torch.arange(length).view(1, 1, -1).expand(3, len(samples), -1)
-        out = self.thinker.model(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=False)
-        logits = self.thinker.lm_head(out.last_hidden_state)
+        positions = torch.arange(length).expand(len(samples), -1)
+        out = self.qwen.decoder(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=False)
+        logits = self.qwen.model.lm_head(out.last_hidden_state)
         return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
 
 
@@ -185,7 +181,7 @@ def main() -> None:
 
     previous_card = None
     if args.init:
-        from qwen_asr.core.transformers_backend import Qwen3ASRForConditionalGeneration, Qwen3ASRProcessor
+        from transformers import Qwen3ASRForConditionalGeneration, Qwen3ASRProcessor
 
         model = Qwen3ASRForConditionalGeneration.from_pretrained(str(args.init), dtype=torch.float32).train()
         processor = Qwen3ASRProcessor.from_pretrained(str(args.init))

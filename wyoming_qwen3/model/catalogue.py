@@ -2,14 +2,16 @@
 
 A ``--model`` is either a catalogue name (downloaded once from the Hugging Face
 hub into the download directory) or a local folder holding a Qwen3-ASR
-checkpoint (``config.json`` with ``model_type: qwen3_asr``).
+checkpoint (``config.json`` with ``model_type: qwen3_asr``). Each backend loads
+its own repository of a catalogue model: simulkv the transformers layout
+(``Qwen/Qwen3-ASR-0.6B-hf``), mlx the original one (``Qwen/Qwen3-ASR-0.6B``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _LOGGER = logging.getLogger(__name__)
@@ -29,14 +31,23 @@ class CatalogueModel:
     name: str
     description: str
     url: str
-    #: A folder shipped inside this package instead of a hub download.
+    #: backend -> the hub repository that backend loads; the backends listed are those that can.
+    repos: dict[str, str] = field(default_factory=dict)
+    #: A folder shipped inside this package instead of a hub download (for every backend that loads it).
     bundled: str | None = None
     #: Alignment heads measured on this model's real weights, shipped in ``heads/``.
     heads_file: str | None = None
-    #: The backends that can load its files.
-    backends: tuple[str, ...] = ("simulkv", "mlx")
     #: simulkv's encoder attention window when ``--encoder-window`` is not given (None: the model's own).
     encoder_window_seconds: float | None = None
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return ("simulkv",) if self.bundled else tuple(self.repos)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """What a user may call it: its name, or any of its repositories."""
+        return (self.name, *self.repos.values())
 
 
 CATALOGUE: dict[str, CatalogueModel] = {
@@ -46,6 +57,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             name="Qwen/Qwen3-ASR-0.6B",
             description="Qwen3-ASR 0.6B: fast, 30 languages",
             url="https://huggingface.co/Qwen/Qwen3-ASR-0.6B",
+            repos={"simulkv": "Qwen/Qwen3-ASR-0.6B-hf", "mlx": "Qwen/Qwen3-ASR-0.6B"},
             heads_file="Qwen3-ASR-0.6B.json",
             encoder_window_seconds=STREAMING_ENCODER_WINDOW,
         ),
@@ -53,6 +65,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             name="Qwen/Qwen3-ASR-1.7B",
             description="Qwen3-ASR 1.7B: most accurate, 30 languages",
             url="https://huggingface.co/Qwen/Qwen3-ASR-1.7B",
+            repos={"simulkv": "Qwen/Qwen3-ASR-1.7B-hf", "mlx": "Qwen/Qwen3-ASR-1.7B"},
             heads_file="Qwen3-ASR-1.7B.json",
             encoder_window_seconds=STREAMING_ENCODER_WINDOW,
         ),
@@ -63,13 +76,13 @@ CATALOGUE: dict[str, CatalogueModel] = {
             name="moona3k/mlx-qwen3-asr-0.6b-4bit",
             description="Qwen3-ASR 0.6B, 4-bit MLX weights for Apple Silicon (mlx backend)",
             url="https://huggingface.co/moona3k/mlx-qwen3-asr-0.6b-4bit",
-            backends=("mlx",),
+            repos={"mlx": "moona3k/mlx-qwen3-asr-0.6b-4bit"},
         ),
         CatalogueModel(
             name="moona3k/mlx-qwen3-asr-1.7b-4bit",
             description="Qwen3-ASR 1.7B, 4-bit MLX weights for Apple Silicon (mlx backend)",
             url="https://huggingface.co/moona3k/mlx-qwen3-asr-1.7b-4bit",
-            backends=("mlx",),
+            repos={"mlx": "moona3k/mlx-qwen3-asr-1.7b-4bit"},
         ),
         CatalogueModel(
             name="demo",
@@ -125,7 +138,8 @@ def _check_model_folder(path: Path) -> None:
 
 
 def _catalogue_entry(model: str) -> CatalogueModel | None:
-    return CATALOGUE.get(model) or next((m for m in CATALOGUE.values() if m.name.lower() == model.lower()), None)
+    wanted = model.lower()
+    return next((m for m in CATALOGUE.values() if wanted in (n.lower() for n in m.names)), None)
 
 
 def check_backend(model: str, backend: str) -> None:
@@ -138,8 +152,8 @@ def check_backend(model: str, backend: str) -> None:
         )
 
 
-def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> ResolvedModel:
-    """Find ``model`` locally, downloading catalogue models that are missing."""
+def resolve_model(model: str, data_dirs: list[Path], download_dir: Path, backend: str = "simulkv") -> ResolvedModel:
+    """Find ``model`` locally, downloading catalogue models that are missing (the repository ``backend`` loads)."""
     folder = Path(model).expanduser()
     if folder.is_dir():
         _check_model_folder(folder)
@@ -162,21 +176,24 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path) -> Reso
             )
         return _resolved(entry, folder)
 
+    repo = entry.repos.get(backend)
+    if repo is None:
+        raise ModelNotFoundError(f"{entry.name} has no files for the {backend} backend")
     for data_dir in [*data_dirs, download_dir]:
-        candidate = data_dir / _local_folder_name(entry.name)
+        candidate = data_dir / _local_folder_name(repo)
         if (candidate / "config.json").is_file():
-            _LOGGER.debug("Found %s in %s", entry.name, candidate)
+            _LOGGER.debug("Found %s in %s", repo, candidate)
             return _resolved(entry, candidate)
 
-    target = download_dir / _local_folder_name(entry.name)
-    _LOGGER.info("Downloading %s to %s", entry.name, target)
+    target = download_dir / _local_folder_name(repo)
+    _LOGGER.info("Downloading %s to %s", repo, target)
     try:
         from huggingface_hub import snapshot_download
 
-        snapshot_download(repo_id=entry.name, local_dir=target)
+        snapshot_download(repo_id=repo, local_dir=target)
     except Exception as err:  # the hub client raises many types; all mean "not fetched"
         raise ModelNotFoundError(
-            f"Could not download {entry.name} to {target}: {err}. "
+            f"Could not download {repo} to {target}: {str(err).rstrip('.')}. "
             "Check the network, or pass --model with a local folder."
         ) from err
     _check_model_folder(target)

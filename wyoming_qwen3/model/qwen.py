@@ -1,14 +1,15 @@
 """Qwen3-ASR on torch: loading, prompts, audio embeddings and greedy decoding.
 
-This wraps ``qwen-asr``'s transformers classes with the few operations the
-streaming backends need, all with explicit positions and caches so that no
-state lives on the shared model object (``thinker.rope_deltas`` would, if the
-model were left to compute positions itself, and sessions run one after
-another on the same model).
+This wraps transformers' own Qwen3-ASR (``transformers.models.qwen3_asr``,
+the ``-hf`` checkpoints: an audio encoder, a projector, and a plain Qwen3 text
+decoder) with the few operations the streaming backends need, all with
+explicit positions and caches, so that no state lives on the model object that
+every session shares.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from dataclasses import dataclass
@@ -27,12 +28,17 @@ from .format import (
     parse_output,
     repeated_tail,
 )
+from .languages import LANGUAGE_NAMES
 from .log_mel import unclamped_log_mel
 
 _LOGGER = logging.getLogger(__name__)
 
 #: Shorter audio is padded with silence: the encoder needs a few mel frames.
 _MIN_SAMPLES = SAMPLE_RATE // 10
+
+
+class OriginalLayoutError(ValueError):
+    """A checkpoint in qwen-asr's original layout (``thinker_config``), which transformers does not load."""
 
 
 @dataclass(frozen=True)
@@ -95,13 +101,32 @@ def quantize_int8(model: Any) -> None:
     """
     from torch.ao.quantization import quantize_dynamic
 
-    thinker = model.thinker
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
-        quantize_dynamic(thinker.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-        head = quantize_dynamic(torch.nn.Sequential(thinker.lm_head), {torch.nn.Linear}, dtype=torch.qint8)
-    thinker.lm_head = head[0]
+        quantize_dynamic(model.model.language_model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        head = quantize_dynamic(torch.nn.Sequential(model.lm_head), {torch.nn.Linear}, dtype=torch.qint8)
+    model.lm_head = head[0]
+
+
+def check_layout(path: Path) -> None:
+    """Raise OriginalLayoutError, naming what to download, for a folder in qwen-asr's original layout.
+
+    ``Qwen/Qwen3-ASR-0.6B`` and ``-1.7B`` (and the mlx backend's folders) nest the
+    model under ``thinker_config``; transformers loads the converted ``-hf`` repos.
+    Converting at load would need ``convert_qwen3_asr_to_hf.py``, which transformers
+    keeps in its repository but does not ship in its package.
+    """
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # from_pretrained says what is wrong
+    if isinstance(config, dict) and "thinker_config" in config:
+        raise OriginalLayoutError(
+            f"{path} holds Qwen3-ASR in its original (qwen-asr) layout; the simulkv backend loads the "
+            "transformers layout: use --model Qwen/Qwen3-ASR-0.6B or Qwen/Qwen3-ASR-1.7B (downloaded as the "
+            "-hf repos), or a folder of Qwen/Qwen3-ASR-0.6B-hf or Qwen/Qwen3-ASR-1.7B-hf"
+        )
 
 
 class QwenAsrModel:
@@ -118,12 +143,13 @@ class QwenAsrModel:
 
     def __init__(self, model: Any, processor: Any, device: torch.device, window_seconds: float | None = None) -> None:
         self.model = model
-        self.thinker = model.thinker
+        #: The text decoder: a plain Qwen3 model.
+        self.decoder = model.model.language_model
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.device = device
         self.dtype = next(model.parameters()).dtype
-        self.audio_config = self.thinker.config.audio_config
+        self.audio_config = model.config.audio_config
         self.window_frames = self._window_frames(window_seconds)
 
         eos = {self.tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
@@ -136,9 +162,13 @@ class QwenAsrModel:
             audio_pad=self.tokenizer.convert_tokens_to_ids(self.tokenizer.audio_token),
             eos=frozenset(i for i in eos if isinstance(i, int) and i >= 0),
             asr_text=self.tokenizer.convert_tokens_to_ids(ASR_TEXT_TAG),
-            special=frozenset(self.tokenizer.all_special_ids),
+            # The named ones and every added token marked special (<|im_start|>, <|audio_start|>, ...).
+            special=frozenset(self.tokenizer.all_special_ids)
+            | {i for i, token in self.tokenizer.added_tokens_decoder.items() if token.special},
         )
-        self.supported_languages: list[str] = list(getattr(model.config, "support_languages", None) or [])
+        # The -hf checkpoints speak the 30 languages of the table; a model of ours may say it speaks fewer.
+        languages = getattr(model.config, "support_languages", None) or LANGUAGE_NAMES.values()
+        self.supported_languages: list[str] = list(languages)
 
     def _window_frames(self, window_seconds: float | None) -> int:
         """Mel frames per encoder attention window, checked against the model's chunks."""
@@ -158,7 +188,7 @@ class QwenAsrModel:
     @property
     def text_config(self) -> Any:
         """The text decoder's config (layers, heads, attention implementation)."""
-        return self.thinker.config.text_config
+        return self.model.config.text_config
 
     @property
     def window_seconds(self) -> float:
@@ -174,16 +204,19 @@ class QwenAsrModel:
         dtype: str = "auto",
         quantize: str = "none",
     ) -> QwenAsrModel:
-        """Load a model folder onto a device, in ``dtype`` (see select_dtype), ``quantize``d (see quantize_int8)."""
-        from qwen_asr.core.transformers_backend import (
-            Qwen3ASRForConditionalGeneration,
-            Qwen3ASRProcessor,
-        )
+        """Load a model folder onto a device, in ``dtype`` (see select_dtype), ``quantize``d (see quantize_int8).
 
+        Raises OriginalLayoutError for a folder transformers cannot load (see check_layout).
+        """
+        from transformers import Qwen3ASRForConditionalGeneration, Qwen3ASRProcessor
+        from transformers.utils import logging as transformers_logging
+
+        check_layout(path)
+        transformers_logging.disable_progress_bar()  # one log line per load, not a bar per weight file
         torch_device = select_device(device)
         torch_dtype = select_dtype(torch_device, dtype)
         _LOGGER.info("Loading %s on %s (%s)", path, torch_device, torch_dtype)
-        model = Qwen3ASRForConditionalGeneration.from_pretrained(
+        model: Any = Qwen3ASRForConditionalGeneration.from_pretrained(
             str(path), dtype=torch_dtype, attn_implementation="sdpa"
         )
         model.to(torch_device).eval()
@@ -217,14 +250,14 @@ class QwenAsrModel:
     def embed_tokens(self, ids: list[int]) -> torch.Tensor:
         """Input embeddings [1, len, hidden] of text token ids."""
         tensor = torch.tensor([ids], dtype=torch.long, device=self.device)
-        return self.thinker.get_input_embeddings()(tensor)
+        return self.decoder.get_input_embeddings()(tensor)
 
     # -- audio ----------------------------------------------------------------
 
     def features(self, audio: np.ndarray) -> torch.Tensor:
         """Log-mel features [mel_bins, frames] of 16 kHz mono float32 audio."""
         features = self.processor.feature_extractor(
-            _padded(audio),
+            self._padded(audio),
             sampling_rate=SAMPLE_RATE,
             padding=True,
             truncation=False,
@@ -236,26 +269,42 @@ class QwenAsrModel:
 
     def log_mel(self, audio: np.ndarray) -> torch.Tensor:
         """Unclamped log10 mel power [mel_bins, frames] of 16 kHz mono float32 audio (see log_mel)."""
-        return unclamped_log_mel(self.processor.feature_extractor, _padded(audio))
+        return unclamped_log_mel(self.processor.feature_extractor, self._padded(audio))
+
+    def _padded(self, audio: np.ndarray) -> np.ndarray:
+        """Audio shorter than the feature extractor pads it to (0.5 s on the -hf checkpoints), padded so here too,
+        so that streaming features equal the extractor's."""
+        shortest = max(_MIN_SAMPLES, int(getattr(self.processor.feature_extractor, "min_length", 0) or 0))
+        if audio.shape[0] < shortest:
+            return np.pad(audio, (0, shortest - audio.shape[0]))
+        return audio
 
     def encode_window(self, features: torch.Tensor) -> torch.Tensor:
-        """Encoder output [tokens, hidden] of at most one attention window of features.
+        """Audio embeddings [tokens, hidden] (encoder and projector) of at most one attention window of features.
 
-        The encoder attends within windows of ``n_window_infer`` frames, but
-        qwen-asr applies those windows only under flash_attention_2; under SDPA
-        it attends over the whole utterance. Encoding each window on its own is
-        the windowed attention exactly (tests/test_simulkv.py checks it against
-        the block mask), so a window's output never changes once it is complete.
+        The encoder attends within windows of ``n_window_infer`` frames
+        (``cu_seqlens``); a window of ``window_seconds``, encoded on its own, is
+        the same windowed attention (tests/test_simulkv.py checks it against the
+        encoder run over the whole utterance), so a window's output never changes
+        once it is complete. The encoder takes whole 1 s convolution chunks: the
+        last one is padded and masked, as the feature extractor pads it.
         """
         frames = features.shape[1]
         if frames > self.window_frames:
             raise ValueError(f"{frames} frames are more than one {self.window_frames}-frame window")
-        lengths = torch.tensor([frames], dtype=torch.long, device=self.device)
-        return self.thinker.audio_tower(features, feature_lens=lengths).last_hidden_state
+        chunk = 2 * int(self.audio_config.n_window)
+        padded = -(-frames // chunk) * chunk
+        inputs = torch.nn.functional.pad(features, (0, padded - frames)).unsqueeze(0)
+        mask = torch.zeros(1, padded, dtype=torch.long, device=self.device)
+        mask[0, :frames] = 1
+        return self.model.model.get_audio_features(inputs, mask).pooler_output
 
     def audio_embeddings(self, audio: np.ndarray) -> torch.Tensor:
-        """Encoder output [n_audio_tokens, hidden] of a whole utterance, window by window."""
-        features = self.features(audio)
+        """Audio embeddings [n_audio_tokens, hidden] of a whole utterance, window by window."""
+        return self.embed_features(self.features(audio))
+
+    def embed_features(self, features: torch.Tensor) -> torch.Tensor:
+        """Audio embeddings [n_audio_tokens, hidden] of log-mel features of any length, window by window."""
         windows = [
             self.encode_window(features[:, start : start + self.window_frames])
             for start in range(0, features.shape[1], self.window_frames)
@@ -267,21 +316,15 @@ class QwenAsrModel:
     def forward(self, embeds: torch.Tensor, start: int, cache: Any, **kwargs: Any) -> torch.Tensor:
         """Run the decoder on ``embeds`` placed at positions ``start...``, extending ``cache``.
 
-        Returns the logits [vocab] of the last position only: the thinker's own
+        Returns the logits [vocab] of the last position only: the model's own
         forward projects every position onto the 151k-word vocabulary, which
         was a quarter of a streaming step's prefill on the 0.6B shape.
         """
-        length = embeds.shape[1]
-        positions = torch.arange(start, start + length, device=self.device)
-        hidden = self.thinker.model(
-            inputs_embeds=embeds,
-            position_ids=positions.view(1, 1, -1).expand(3, 1, -1),
-            cache_position=positions,
-            past_key_values=cache,
-            use_cache=True,
-            **kwargs,
+        positions = torch.arange(start, start + embeds.shape[1], device=self.device)
+        hidden = self.decoder(
+            inputs_embeds=embeds, position_ids=positions.unsqueeze(0), past_key_values=cache, use_cache=True, **kwargs
         ).last_hidden_state
-        return self.thinker.lm_head(hidden[:, -1])[0]  # 2-D in: int8 (dynamic quantized) Linear wants a batch
+        return self.model.lm_head(hidden[:, -1])[0]  # 2-D in: int8 (dynamic quantized) Linear wants a batch
 
     def decode_text(self, ids: list[int]) -> str:
         """Text of generated ids, special tokens dropped, ``<asr_text>`` kept."""
@@ -312,10 +355,3 @@ class QwenAsrModel:
         # A loop keeps its first copy, as the streaming final pass does.
         del generated[len(generated) - repeated_tail(generated) :]
         return parse_output(self.decode_text(generated), language)
-
-
-def _padded(audio: np.ndarray) -> np.ndarray:
-    """Audio shorter than the encoder needs, padded with silence."""
-    if audio.shape[0] < _MIN_SAMPLES:
-        return np.pad(audio, (0, _MIN_SAMPLES - audio.shape[0]))
-    return audio

@@ -55,7 +55,7 @@ async def load(args: argparse.Namespace, load_backend: BackendFactory) -> tuple[
         # Checked before the (slow) model load so that a typo fails at once.
         resolve_language(args.language, LANGUAGE_NAMES.values())
         check_backend(args.model, kind)
-        model = resolve_model(args.model, args.data_dir, args.download_dir)
+        model = resolve_model(args.model, args.data_dir, args.download_dir, kind)
         backend = load_backend(kind, model, args)
     except (BackendLoadError, UnknownLanguageError, ModelNotFoundError) as err:
         raise StartupError(str(err)) from err
