@@ -157,8 +157,12 @@ class SimulKvSession(StreamingSession):
         return cache
 
     def _crop(self, audio_tokens: int) -> None:
+        """Keep the KV of the prompt prefix and of the first ``audio_tokens`` audio tokens (at most what is cached)."""
         keep = min(audio_tokens, self._cached_audio_tokens)
-        self._cache.crop(self._prefix_len + keep)
+        # Positions past the kept ones are removed by count: crop() to a length is deprecated in transformers 5.
+        excess = self._cache.get_seq_length() - (self._prefix_len + keep)
+        if excess > 0:
+            self._cache.crop(-excess)
         self._cached_audio_tokens = keep
 
     # -- streaming ------------------------------------------------------------
@@ -375,8 +379,7 @@ class SimulKvSession(StreamingSession):
         self._buffer = self._buffer[windows * window_samples :]
         self._cut_samples += windows * window_samples
         # Every audio position moved: only the prompt prefix keeps its KV.
-        self._cached_audio_tokens = 0
-        self._cache.crop(self._prefix_len)
+        self._crop(0)
         # The answer fed back keeps its language preamble and the text whose audio remains.
         preamble = self._preamble_length()
         # A unit heard within the border before the cut stays too: attended times are the heads'
