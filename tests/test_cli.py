@@ -64,6 +64,10 @@ ENVIRONMENT = {
     "--audio-timeout": ("3", 3.0),
     "--idle-timeout": ("30", 30.0),
     "--event-timeout": ("2", 2.0),
+    "--speculate": ("false", False),
+    "--endpointing": ("true", True),
+    "--endpoint-silence": ("0.4", 0.4),
+    "--endpoint-max-silence": ("1.5", 1.5),
     "--emission-log": ("/tmp/e.jsonl", Path("/tmp/e.jsonl")),
     "--debug": ("true", True),
     "--log-format": ("%(message)s", "%(message)s"),
@@ -98,6 +102,7 @@ def test_zeroconf_from_the_environment_is_a_switch_or_a_name(text: str, expected
         ("WYOMING_QWEN3_DEBUG", "maybe", "use one of"),
         ("WYOMING_QWEN3_STEP_SECONDS", "0", "must be greater than zero"),
         ("WYOMING_QWEN3_MIN_PROBABILITY", "2", "must be from 0 to 1"),
+        ("WYOMING_QWEN3_ENDPOINTING", "sometimes", "use one of"),
     ],
 )
 def test_a_bad_environment_value_stops_with_one_line_naming_the_variable(

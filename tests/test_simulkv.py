@@ -507,3 +507,32 @@ def test_once_the_speaker_has_finished_a_step_ends_at_its_next_token_and_no_step
     assert s.stats.steps == 1  # the audio waits for the final pass
     assert s.finish().text == SCRIPT_TEXT
     assert s.stats.steps == 2
+
+
+def test_a_speculation_leaves_the_session_as_it_was(tiny: QwenAsrModel) -> None:
+    """The early final pass is thrown away when speech resumes: streaming then goes on as if it had not run."""
+    audio = noise(6.0, seed=4)
+    plain, speculating = session(tiny, EMIT_ALL), session(tiny, EMIT_ALL)
+    streamed: dict[str, list[str]] = {"plain": [], "speculating": []}
+    for start in range(0, audio.shape[0], 4000):
+        chunk = audio[start : start + 4000]
+        streamed["plain"].append(plain.feed(chunk))
+        streamed["speculating"].append(speculating.feed(chunk))
+        if start in (12000, 36000, 60000):  # a pause heard three times, each with some audio not yet stepped
+            speculation = speculating.speculate(noise(0.3, seed=start))
+            assert speculation is not None and speculation.text.startswith("".join(streamed["speculating"]))
+            assert speculation.end_probability is None or 0 <= speculation.end_probability <= 1
+    assert streamed["plain"] == streamed["speculating"]
+    assert plain.answer_ids == speculating.answer_ids and plain.answer_ids  # committed text, and the same
+    assert plain.stats.steps == speculating.stats.steps  # the speculations' passes are not counted as steps
+    assert torch.equal(plain.prefill().logits, speculating.prefill().logits)  # the cache holds what it held
+    assert plain.finish() == speculating.finish()
+
+
+def test_a_speculation_is_the_final_pass_on_the_same_audio(tiny: QwenAsrModel) -> None:
+    s = session(tiny, AlignmentPolicy(border_seconds=0.5), language=None)
+    audio = noise(3.0, seed=6)
+    sent = "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000))
+    speculation = s.speculate()
+    final = s.finish()
+    assert speculation.text == sent + final.text and speculation.language == final.language

@@ -157,6 +157,15 @@ class Speech:
     #: (characters of ``text`` before the word, seconds into ``audio``), in order. espeak-ng
     #: marks word groups: an unstressed "the" is spoken inside the word event before it.
     word_starts: list[tuple[int, float]]
+    #: When each word's speech ends (seconds), where a pause or silence follows it; else the next
+    #: word's start, and the end of the audio for the last.
+    word_ends: tuple[float, ...] | None = None
+
+    @property
+    def ends(self) -> list[float]:
+        if self.word_ends is not None:
+            return list(self.word_ends)
+        return [start for _, start in self.word_starts[1:]] + [len(self.audio) / SAMPLE_RATE]
 
     def cut_inside_word(self, rng: np.random.Generator) -> tuple[np.ndarray, str]:
         """The audio cut in the first half of a random word, and the text wholly heard before it.
@@ -166,9 +175,7 @@ class Speech:
         """
         index = int(rng.integers(len(self.word_starts)))
         characters, start = self.word_starts[index]
-        ends = [start for _, start in self.word_starts[1:]] + [len(self.audio) / SAMPLE_RATE]
-        following = ends[index]
-        at = max(start + rng.uniform(0.0, 0.5) * (following - start), _SHORTEST_CUT_SECONDS)
+        at = max(start + rng.uniform(0.0, 0.5) * (self.ends[index] - start), _SHORTEST_CUT_SECONDS)
         return self.audio[: int(at * SAMPLE_RATE)], self.text[:characters].strip()
 
 
@@ -284,12 +291,46 @@ def speak_timed(text: str, voice: str, speed: int, pitch: int) -> Speech:
 
 
 def augment(speech: Speech, rng: np.random.Generator) -> Speech:
-    """Gain, background noise (15-45 dB SNR) and leading/trailing silence."""
+    """Gain, a pause inside the command (a third of the time), 0-1 s before it and 0-3 s after it, and noise.
+
+    What a satellite streams: a room's hiss before and after the command (HA keeps streaming
+    its silence, 0.7 s by default, and a server that ends the turn itself hears more), and
+    speakers who pause mid-command ("set a timer for" ... "ten minutes"). The noise is a room's
+    (-80 to -55 dBFS) or, half the time, 15-45 dB under the speech.
+    """
     audio = speech.audio * rng.uniform(0.25, 1.0)
-    lead, trail = (np.zeros(int(rng.uniform(0.0, 0.4) * SAMPLE_RATE), np.float32) for _ in range(2))
+    starts, ends = list(speech.word_starts), speech.ends
+    if len(starts) > 2 and rng.random() < 1 / 3:
+        index = int(rng.integers(1, len(starts)))  # before a word other than the first
+        at = int(starts[index][1] * SAMPLE_RATE)
+        pause = rng.uniform(0.3, 0.9)
+        audio = np.concatenate([audio[:at], np.zeros(int(pause * SAMPLE_RATE), np.float32), audio[at:]])
+        starts = [(c, t + (pause if i >= index else 0.0)) for i, (c, t) in enumerate(starts)]
+        ends = [t + (pause if i >= index else 0.0) for i, t in enumerate(ends)]
+    lead = np.zeros(int(rng.uniform(0.0, 1.0) * SAMPLE_RATE), np.float32)
+    trail = np.zeros(int(rng.uniform(0.0, 3.0) * SAMPLE_RATE), np.float32)
     audio = np.concatenate([lead, audio, trail])
-    power = float(np.mean(audio**2)) + 1e-9
-    noise = rng.standard_normal(audio.shape[0]).astype(np.float32) * np.sqrt(power / 10 ** (rng.uniform(15, 45) / 10))
-    noisy = np.clip(audio + noise, -1.0, 1.0).astype(np.float32)
+    if rng.random() < 0.5:
+        level = 10 ** (rng.uniform(-80, -55) / 20)
+    else:
+        level = np.sqrt((float(np.mean(speech.audio**2)) + 1e-9) / 10 ** (rng.uniform(15, 45) / 10))
+    noisy = np.clip(audio + rng.standard_normal(audio.shape[0]).astype(np.float32) * level, -1.0, 1.0)
     shift = lead.shape[0] / SAMPLE_RATE
-    return Speech(speech.text, noisy, [(characters, start + shift) for characters, start in speech.word_starts])
+    return Speech(
+        speech.text,
+        noisy.astype(np.float32),
+        [(characters, start + shift) for characters, start in starts],
+        tuple(end + shift for end in ends),
+    )
+
+
+#: A quiet room through a satellite's microphone (16-bit samples of standard deviation 10).
+ROOM_DBFS = -70.0
+
+
+def with_trailing_noise(
+    audio: np.ndarray, seconds: float, rng: np.random.Generator, dbfs: float = ROOM_DBFS
+) -> np.ndarray:
+    """The audio, then ``seconds`` of a room's noise: what a satellite streams after a command."""
+    noise = rng.normal(0, 10 ** (dbfs / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
+    return np.concatenate([audio, noise])

@@ -40,6 +40,18 @@ class FinalDelta:
     language: str
 
 
+@dataclass(frozen=True)
+class Speculation:
+    """What ``speculate`` returns: the transcript if the speaker has finished, and how sure the model is of that."""
+
+    #: The whole transcript (not a delta), as ``finish`` would make it on the same audio.
+    text: str
+    #: Qwen3-ASR language name, forced or detected; '' when unknown.
+    language: str
+    #: The probability the model gave the end of the text after its last token (None: not known).
+    end_probability: float | None = None
+
+
 class StreamingSession(ABC):
     """One utterance being transcribed while it is spoken."""
 
@@ -53,6 +65,15 @@ class StreamingSession(ABC):
 
         Audio given here goes straight into the final pass; no non-final step runs on it.
         """
+
+    def speculate(self, audio: np.ndarray | None = None) -> Speculation | None:
+        """The final pass as if the speaker had finished (with ``audio`` added), leaving the session as it was.
+
+        Run while the client streams the trailing silence, so that the transcript is ready
+        at audio-stop. The committed text, caches and sent text are untouched: if speech
+        resumes, streaming goes on as if this had not run. None: this backend cannot.
+        """
+        return None
 
     def stop_early(self) -> None:
         """The speaker has finished and ``finish`` follows: a step under way may end at its next token.

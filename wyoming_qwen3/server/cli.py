@@ -21,10 +21,12 @@ from ..backends.simulkv.settings import SimulKvSettings
 from ..model.catalogue import DEFAULT_MODEL, STREAMING_ENCODER_WINDOW
 from ..model.languages import AUTO_LANGUAGE
 from .handler import HandlerConfig
+from .turn import TurnSettings
 
 #: The defaults, from the one place each is set.
 STREAMING = SimulKvSettings()
 SERVING = HandlerConfig()
+TURN = TurnSettings()
 
 ENV_PREFIX = "WYOMING_QWEN3_"
 _TRUE = {"1", "true", "yes", "on"}
@@ -155,6 +157,37 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: {SERVING.event_timeout_seconds:g})",
     )
     add(
+        "--speculate",
+        action=argparse.BooleanOptionalAction,
+        default=TURN.speculate,
+        help="run the final pass while the client streams the silence after a command, so that the transcript "
+        f"is ready at audio-stop; thrown away if speech resumes (default: {'on' if TURN.speculate else 'off'})",
+    )
+    add(
+        "--endpointing",
+        action=argparse.BooleanOptionalAction,
+        default=TURN.endpointing,
+        help="end the turn here and send the transcript before audio-stop: Home Assistant then runs no VAD of its "
+        "own (requires_external_vad false); see the README for its caveat (default: "
+        f"{'on' if TURN.endpointing else 'off'})",
+    )
+    add(
+        "--endpoint-silence",
+        type=float,
+        default=TURN.complete_silence_seconds,
+        metavar="SECONDS",
+        help="endpointing: silence that ends a turn whose text sounds complete "
+        f"(default: {TURN.complete_silence_seconds:g})",
+    )
+    add(
+        "--endpoint-max-silence",
+        type=float,
+        default=TURN.incomplete_silence_seconds,
+        metavar="SECONDS",
+        help="endpointing: silence that ends a turn whose text does not sound complete "
+        f'("set a timer for"; default: {TURN.incomplete_silence_seconds:g})',
+    )
+    add(
         "--emission-log",
         type=Path,
         metavar="FILE_OR_DIR",
@@ -182,7 +215,7 @@ def _convert(action: argparse.Action, text: str) -> Any:
 def _from_environment(action: argparse.Action, text: str) -> Any:
     """The value an environment variable gives the option of ``action``; ValueError when it cannot."""
     flag = text.strip().lower()
-    if isinstance(action, argparse._StoreTrueAction):
+    if isinstance(action, argparse._StoreTrueAction | argparse.BooleanOptionalAction):
         if flag in _TRUE | _FALSE:
             return flag in _TRUE
         raise ValueError(f"use one of {', '.join(sorted(_TRUE | _FALSE - {''}))}")

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -35,6 +36,8 @@ from ..model.languages import UnknownLanguageError, resolve_language
 from .audio import AudioFormatError, AudioNormalizer
 from .emission_log import EmissionLog
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
+from .speech_activity import SpeechActivity, load_detector
+from .turn import TurnSettings
 from .utterance import StreamLimits, Utterance
 
 _LOGGER = logging.getLogger(__name__)
@@ -64,6 +67,8 @@ class HandlerConfig:
     event_timeout_seconds: float = 10.0
     #: A JSON-lines file, or a folder for one file per utterance, of every unit sent.
     emission_log: Path | None = None
+    #: When the final pass starts early, and whether the server ends turns itself.
+    turn: TurnSettings = field(default_factory=TurnSettings)
 
     @property
     def limits(self) -> StreamLimits:
@@ -137,6 +142,8 @@ class Qwen3EventHandler(AsyncEventHandler):
         # that follows it is not transcribed with some other language instead.
         self._refused = False
         self._connected = True
+        #: The VAD, loaded at the connection's first stream and reset for each (None until then).
+        self._detector: Any = None
         peer = writer.get_extra_info("peername")
         self._client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "client"
 
@@ -273,6 +280,11 @@ class Qwen3EventHandler(AsyncEventHandler):
             _LOGGER.exception("%s: cannot start a transcription", self._client)
             await self._send_error("Transcription failed; see the server log", "transcription-failed")
             return
+        activity = None
+        if self._config.turn.listens:
+            if self._detector is None:
+                self._detector = await asyncio.to_thread(load_detector)
+            activity = SpeechActivity(self._detector)
         target = self._config.emission_log
         self._stream = Utterance(
             session,
@@ -282,6 +294,8 @@ class Qwen3EventHandler(AsyncEventHandler):
             limits=self._config.limits,
             send=self.write_event,
             client=self._client,
+            turn=self._config.turn,
+            activity=activity,
             emission_log=EmissionLog.for_utterance(target) if target is not None else None,
         )
         self._dropping_audio = False

@@ -11,8 +11,11 @@ from ..model.languages import language_codes
 PROGRAM_NAME = "qwen3-asr"
 
 
-def build_info(model: ResolvedModel, backend_name: str, languages: list[str]) -> Info:
-    """Info for one loaded model; ``languages`` are Qwen3-ASR names."""
+def build_info(model: ResolvedModel, backend_name: str, languages: list[str], endpointing: bool = False) -> Info:
+    """Info for one loaded model; ``languages`` are Qwen3-ASR names.
+
+    With ``endpointing`` the server ends turns itself, so Home Assistant runs no VAD of its own.
+    """
     return Info(
         asr=[
             AsrProgram(
@@ -22,6 +25,7 @@ def build_info(model: ResolvedModel, backend_name: str, languages: list[str]) ->
                 installed=True,
                 version=__version__,
                 supports_transcript_streaming=True,
+                requires_external_vad=not endpointing,
                 models=[
                     AsrModel(
                         name=model.name,

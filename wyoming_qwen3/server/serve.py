@@ -11,6 +11,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from wyoming.event import async_get_stdin
@@ -24,6 +25,7 @@ from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
 from .handler import HandlerConfig, Qwen3EventHandler
 from .info import build_info
+from .turn import TurnSettings
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
 
@@ -45,6 +47,13 @@ def handler_config(args: argparse.Namespace, default_language: str | None) -> Ha
         idle_timeout_seconds=args.idle_timeout,
         event_timeout_seconds=args.event_timeout,
         emission_log=args.emission_log,
+        turn=replace(
+            TurnSettings(),
+            speculate=args.speculate,
+            endpointing=args.endpointing,
+            complete_silence_seconds=args.endpoint_silence,
+            incomplete_silence_seconds=args.endpoint_max_silence,
+        ),
     )
 
 
@@ -87,7 +96,7 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
     except UnknownLanguageError as err:
         raise StartupError(str(err)) from err
     config = handler_config(args, language)
-    info = build_info(model, backend.name, backend.supported_languages)
+    info = build_info(model, backend.name, backend.supported_languages, endpointing=args.endpointing)
     handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config)
     try:
         if isinstance(server, AsyncStdioServer):

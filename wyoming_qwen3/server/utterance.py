@@ -5,8 +5,14 @@ backend's inference thread while more audio arrives, each taking all the audio
 that came during the one before, and their committed text goes out as
 ``transcript-chunk`` deltas. No step runs until the stream holds speech
 (``SPEECH_LEVEL_DBFS``); a stream that never does gets an empty transcript
-without decoding. The final transcript is sent once, at ``audio-stop``, at the
-cap, or when the client stops sending audio.
+without decoding.
+
+Once the VAD hears the speaker fall silent (``turn``), the final pass runs on
+the audio so far (a speculation), ahead of the steps, which go on as they
+would have: the speculation leaves the session as it was. If speech resumes,
+the speculation is thrown away. The final transcript is sent once: at
+``audio-stop`` (the speculation's, when it stands), when the server ends the
+turn itself (endpointing), at the cap, or when the client stops sending audio.
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ from wyoming.audio import AudioChunk
 from wyoming.error import Error
 from wyoming.event import Event
 
-from ..backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
+from ..backends.base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
 from ..backends.inference import FINAL
 from ..model.format import SAMPLE_RATE
 from ..model.languages import language_code
 from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer, loudest_frame_dbfs
 from .emission_log import EmissionLog
+from .speech_activity import SpeechActivity
+from .turn import TurnSettings
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,6 +66,8 @@ class Utterance:
         limits: StreamLimits,
         send: Send,
         client: str,
+        turn: TurnSettings | None = None,
+        activity: SpeechActivity | None = None,
         emission_log: EmissionLog | None = None,
     ) -> None:
         self._session = session
@@ -67,6 +77,11 @@ class Utterance:
         self._limits = limits
         self._send = send
         self._client = client
+        self._turn = turn or TurnSettings(speculate=False)
+        #: Where speech stops and starts (None: the turn settings need no VAD).
+        self._activity = activity
+        #: The final pass started early on the audio so far, while it stands (speech has not resumed).
+        self._speculation: asyncio.Future[Speculation | None] | None = None
         self._emission_log = emission_log
         self._pending: list[np.ndarray] = []
         self._received_samples = 0
@@ -112,8 +127,60 @@ class Utterance:
             )
             await self.finish()
             return
+        if self._activity is not None and samples.shape[0]:
+            if self._activity.add(samples) and self._speculation is not None:
+                _LOGGER.debug("%s: speech resumed; the early final pass is thrown away", self._client)
+                self._speculation.cancel()
+                self._speculation = None
+            self._maybe_speculate()
+            if self._turn.endpointing and self._turn_ended():
+                await self.finish()
+                return
         if self._speech_detected and (self._step_task is None or self._step_task.done()):
             self._step_task = asyncio.create_task(self._run_steps())
+
+    def _maybe_speculate(self) -> None:
+        """Start the final pass on the audio so far once the speaker has been silent long enough."""
+        activity = self._activity
+        if (
+            not self._turn.speculate
+            or self._speculation is not None
+            or not self._speech_detected
+            or activity is None
+            or not activity.heard_speech
+            or activity.silence_seconds < self._turn.speculate_after_seconds
+        ):
+            return
+        # What no step has taken yet goes along; it stays pending for the steps if speech resumes.
+        audio = np.concatenate(self._pending) if self._pending else None
+        speculation = asyncio.wrap_future(
+            self._backend.executor.submit_with_priority(FINAL, self._session.speculate, audio)
+        )
+        speculation.add_done_callback(self._retrieve)
+        self._speculation = speculation
+        _LOGGER.debug("%s: %.2f s of silence: the final pass starts early", self._client, activity.silence_seconds)
+
+    def _retrieve(self, task: asyncio.Future[Speculation | None]) -> None:
+        """A failed speculation is logged here (the final pass runs normally then), not as never retrieved."""
+        if not task.cancelled() and task.exception() is not None:
+            _LOGGER.warning("%s: the early final pass failed: %r", self._client, task.exception())
+
+    def _turn_ended(self) -> bool:
+        """With endpointing: whether the speaker has finished, or never started within the bound."""
+        activity = self._activity
+        assert activity is not None
+        if not activity.heard_speech:
+            return activity.samples >= self._turn.no_speech_seconds * SAMPLE_RATE
+        if self._speculation is not None and not self._speculation.done():
+            return False  # what the speaker would get decides how long a silence ends the turn: wait for it
+        return activity.silence_seconds >= self._turn.silence_to_end(self._standing_speculation())
+
+    def _standing_speculation(self) -> Speculation | None:
+        """The early final pass's transcript, once it is done and still stands."""
+        task = self._speculation
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
 
     async def _run_steps(self) -> None:
         """Feed buffered audio to the session until none is left or the stream ends, sending committed text.
@@ -156,12 +223,14 @@ class Utterance:
         self._pending.clear()
         self._fed_samples = self._received_samples
         try:
-            if self._speech_detected:
+            if not self._speech_detected:
+                final: FinalDelta | None = FinalDelta(text="", language=self._options.language or "")
+            else:
+                final = await self._speculated()
+            if final is None:
                 # Straight into the final pass, ahead of other streams' queued steps: the user is waiting.
                 future = self._backend.executor.submit_with_priority(FINAL, self._session.finish, pending)
                 final = await asyncio.wrap_future(future)
-            else:
-                final = FinalDelta(text="", language=self._options.language or "")
         except Exception:
             await self._fail()
             return
@@ -180,13 +249,27 @@ class Utterance:
         await self._send(Transcript(text=self._sent, language=language).event())
         await self._send(TranscriptStop().event())
 
+    async def _speculated(self) -> FinalDelta | None:
+        """The final delta from the early final pass, when it stands: no speech came after the audio it heard
+        (any that did threw it away), and it extends the text sent. None: run the final pass now."""
+        task = self._speculation
+        if task is None:
+            return None
+        try:
+            speculation = await task
+        except Exception:  # logged by _retrieve; the final pass runs normally
+            return None
+        if speculation is None or not speculation.text.startswith(self._sent):
+            return None
+        return FinalDelta(text=speculation.text[len(self._sent) :], language=speculation.language)
+
     def drop(self) -> None:
         """Stop the stream without a transcript: the client left, or started another."""
         self.finishing = self.done = True
         # A step under way ends at its next token: it would hold the shared inference thread
         # for nothing (2-3 s of CPU on the 0.6B shape).
         self._session.stop_early()
-        for task in (self._step_task, self._watchdog):
+        for task in (self._step_task, self._watchdog, self._speculation):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
 

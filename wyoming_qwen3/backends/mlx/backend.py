@@ -25,6 +25,7 @@ its ``stable_text`` could not be checked to be append-only without a Mac.
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any, Protocol
 
@@ -32,7 +33,7 @@ import numpy as np
 
 from ...model.format import SAMPLE_RATE, SAMPLES_PER_FRAME
 from ...model.languages import LANGUAGE_NAMES
-from ..base import Backend, FinalDelta, SessionOptions, StreamingSession
+from ..base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
 from ..text_units import joined, split_units
 from .local_agreement import LocalAgreement, agreed_length, comparable
 
@@ -131,6 +132,13 @@ class MlxSession(StreamingSession):
         self._hypothesis = None  # what is left is heard on its own at the next step, or at finish
         _LOGGER.debug("Cut the buffer at %.2f s; %.2f s left", self._offset, self._buffer.shape[0] / SAMPLE_RATE)
         return self._send(forced)
+
+    def speculate(self, audio: np.ndarray | None = None) -> Speculation:
+        # The final pass on a copy: the buffer is replaced, never changed in place; the agreement is copied whole.
+        twin = copy.copy(self)
+        twin._agreement = copy.deepcopy(self._agreement)
+        twin.finish(audio)
+        return Speculation(twin._sent, twin._language)
 
     def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
         if audio is not None:

@@ -28,6 +28,15 @@ class EncodedAudio:
     changed_windows: int = 0
 
 
+@dataclass(frozen=True)
+class SavedWindows:
+    """The cache's windows at one moment (see ``AudioWindowCache.saved``)."""
+
+    features: tuple[torch.Tensor, ...]
+    embeddings: tuple[torch.Tensor, ...]
+    loudest_cut: float
+
+
 @dataclass
 class AudioWindowCache:
     """Complete windows' features and embeddings, in buffer order."""
@@ -71,6 +80,14 @@ class AudioWindowCache:
             loudest = max(loudest, float(tail.max()))
             parts.append(model.encode_window(clamped(tail, loudest).to(model.device, model.dtype)))
         return EncodedAudio(torch.cat(parts, dim=0), stable_tokens, changed_windows)
+
+    def saved(self) -> SavedWindows:
+        """The windows now, to restore after a speculative pass (the tensors are never changed in place)."""
+        return SavedWindows(tuple(self._features), tuple(self._embeddings), self.loudest_cut)
+
+    def restore(self, saved: SavedWindows) -> None:
+        self._features, self._embeddings = list(saved.features), list(saved.embeddings)
+        self.loudest_cut = saved.loudest_cut
 
     def drop_front(self, windows: int, loudest: float) -> None:
         """The buffer lost its first ``windows`` windows, whose loudest log-mel value was ``loudest``."""

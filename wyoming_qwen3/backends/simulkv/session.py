@@ -16,7 +16,7 @@ suffix, the answer fed back and the new tokens are prefilled again.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -34,10 +34,10 @@ from ...model.format import (
     repeated_tail,
 )
 from ...model.qwen import QwenAsrModel
-from ..base import FinalDelta, SessionOptions, StreamingSession
+from ..base import FinalDelta, SessionOptions, Speculation, StreamingSession
 from ..text_units import SentText, begins_unit, normalize
 from .alignatt import AttentionRecorder, head_index
-from .encoder_cache import AudioWindowCache
+from .encoder_cache import AudioWindowCache, SavedWindows
 from .settings import AlignmentHeads, SimulKvSettings
 
 _LOGGER = logging.getLogger(__name__)
@@ -76,6 +76,22 @@ def step_token_cap(new_seconds: float, in_preamble: bool) -> int:
     steps, and 8 more for the language preamble.
     """
     return 8 + int(MAX_TOKENS_PER_SECOND * new_seconds) + (8 if in_preamble else 0)
+
+
+@dataclass(frozen=True)
+class SavedState:
+    """What a speculation may change, as it was before it (see ``speculate``)."""
+
+    buffer: np.ndarray
+    unstepped: int
+    cached_audio_tokens: int
+    committed: list[int]
+    times: list[float]
+    answer: list[int]
+    sent: str
+    last_text_time: float | None
+    stats: SessionStats
+    windows: SavedWindows
 
 
 @dataclass
@@ -125,6 +141,8 @@ class SimulKvSession(StreamingSession):
         self._last_text_time: float | None = None
         #: Set from the event loop's thread once the speaker has finished (see stop_early).
         self._finishing = False
+        #: The probability of the end of text where the last final pass ended (None: it ended otherwise).
+        self._end_probability: float | None = None
         self.stats = SessionStats()
 
     @property
@@ -209,10 +227,51 @@ class SimulKvSession(StreamingSession):
         if audio is not None:
             self._append(audio)
             self._cut_if_needed()
+        return FinalDelta(text=self._final_pass(), language=self.language)
+
+    def speculate(self, audio: np.ndarray | None = None) -> Speculation:
+        saved = self._save()
+        try:
+            if audio is not None:
+                self._append(audio)  # not cut: the audio KV of the cache must stay as it is
+            self._final_pass()
+            return Speculation(self._sent.text, self.language, self._end_probability)
+        finally:
+            self._restore(saved)
+
+    def _final_pass(self) -> str:
+        """Decode to the end over the whole buffer; the text not returned before."""
+        self._end_probability = None
         if self._buffer.shape[0] > 0:
             self._forget_unsent_text()
             self._step(final=True)
-        return FinalDelta(text=self._sent.advance(self._text(final=True), final=True), language=self.language)
+        return self._sent.advance(self._text(final=True), final=True)
+
+    def _save(self) -> SavedState:
+        return SavedState(
+            buffer=self._buffer,
+            unstepped=self._unstepped,
+            cached_audio_tokens=self._cached_audio_tokens,
+            committed=list(self._committed),
+            times=list(self._times),
+            answer=list(self._answer),
+            sent=self._sent.text,
+            last_text_time=self._last_text_time,
+            stats=replace(self.stats),
+            windows=self._audio_cache.saved(),
+        )
+
+    def _restore(self, saved: SavedState) -> None:
+        """Back to ``saved``: the cache keeps the KV of the prefix and of the audio that both the saved state and
+        the speculation's prefill kept (the rest of it the speculation computed)."""
+        if self.stats.steps != saved.stats.steps:  # a speculative step ran: drop what it added to the cache
+            self._crop(min(saved.cached_audio_tokens, self.stats.last_reused_tokens - self._prefix_len))
+        self._buffer, self._unstepped = saved.buffer, saved.unstepped
+        self._committed, self._times, self._answer = saved.committed, saved.times, saved.answer
+        self._sent = SentText(saved.sent)
+        self._last_text_time = saved.last_text_time
+        self.stats = saved.stats
+        self._audio_cache.restore(saved.windows)
 
     @torch.inference_mode()
     def prefill(self) -> Prefill:
@@ -305,6 +364,7 @@ class SimulKvSession(StreamingSession):
     ) -> Verdict:
         """The AlignAtt decision on the model's greedy token."""
         if token in self._model.token_ids.eos:
+            self._end_probability = float(logits.float().softmax(dim=-1)[list(self._model.token_ids.eos)].sum())
             return Verdict.END
         if final:
             return Verdict.EMIT

@@ -1,0 +1,172 @@
+"""The end of a turn: the final pass run during the trailing silence, and the server ending turns itself.
+
+The demo model hears real speech (espeak-ng, held-out voices); a client that ends
+commands as Home Assistant 2026.11 does (``tools.ha_client``) streams in real time
+and reads at once, and closes on the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from wyoming.asr import Transcribe
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.event import Event
+from wyoming.info import Describe
+
+from tools.client import assert_streaming_order, describe, stream
+from tools.ha_client import command, room_noise
+from tools.speech import as_speech, pcm16, speak
+from wyoming_qwen3.model.catalogue import resolve_model
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.server.handler import HandlerConfig
+from wyoming_qwen3.server.turn import TurnSettings
+
+from .conftest import ServerProcess, serving, start_server
+from .test_handler import WordsBackend, exchange
+
+DEMO = resolve_model("demo", [], Path("."))
+HELDOUT = json.loads((DEMO.path / "heldout.json").read_text())["utterances"]
+
+
+def server(tmp_path_factory: pytest.TempPathFactory, name: str, *flags: str) -> Iterator[ServerProcess]:
+    process = start_server(Path("demo"), tmp_path_factory.mktemp("logs") / f"{name}.log", "--debug", *flags)
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def speculating(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    yield from server(tmp_path_factory, "speculating")
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    yield from server(tmp_path_factory, "plain", "--no-speculate")
+
+
+@pytest.fixture(scope="module")
+def endpointing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    yield from server(tmp_path_factory, "endpointing", "--endpointing")
+
+
+def connection_lines(process: ServerProcess, mark: int) -> list[str]:
+    """The log lines of the stream begun after ``mark``, once its connection's end is logged (or 10 s passed)."""
+    deadline = time.monotonic() + 10
+    while True:
+        log = process.log(mark)
+        found = re.search(r"([\d.]+:\d+): transcribe", log)
+        lines = [line for line in log.splitlines() if found and f"{found.group(1)}:" in line]
+        if any("closed" in line or "lost" in line for line in lines) or time.monotonic() > deadline:
+            return lines
+
+
+def spoken(index: int) -> np.ndarray:
+    return speak(HELDOUT[index]["text"], HELDOUT[index]["voice"], 165, 50)
+
+
+def paused(first: str, second: str, pause: float) -> np.ndarray:
+    """A command spoken in two parts, with a pause of a room's noise between them."""
+    return np.concatenate([speak(first, "en-us", 165, 50), room_noise(pause, 7), speak(second, "en-us", 165, 50)])
+
+
+def test_the_final_pass_run_in_the_silence_is_the_one_audio_stop_would_run(speculating, plain) -> None:
+    """Home Assistant's 0.7 s of silence, then audio-stop: the transcript is the same with the early pass."""
+    for index in range(3):
+        mark = speculating.log_mark()
+        early = asyncio.run(command(speculating.host, speculating.port, spoken(index), fixed_stop=True))
+        late = asyncio.run(command(plain.host, plain.port, spoken(index), fixed_stop=True))
+        assert early.error is None and late.error is None
+        assert early.text == late.text and early.text, (early, late)
+        assert not early.before_stop  # Home Assistant's VAD ends the turn here, not the server
+        assert "the final pass starts early" in speculating.log(mark)
+
+
+def test_an_early_final_pass_is_thrown_away_when_speech_resumes(speculating) -> None:
+    """A pause mid-command: the pass run in it is discarded, and the command comes out whole, once, in chunks
+    that add up to it. (That the session is left as it was is tests/test_simulkv.py's; the steps here run
+    when the audio comes, so their text may differ a little from a server without early passes.)"""
+    audio = paused("set a timer for", "twenty minutes", 0.8)
+    mark = speculating.log_mark()
+    reply = asyncio.run(stream(speculating.host, speculating.port, as_speech(audio), language="en"))
+    log = speculating.log(mark)
+    assert "speech resumed; the early final pass is thrown away" in log, log
+    assert_streaming_order(reply)
+    words = reply.text.split()
+    assert words[:4] == ["set", "a", "timer", "for"] and words[-1] == "minutes" and words.count("timer") == 1
+
+
+def test_info_says_who_ends_the_turn(speculating, endpointing) -> None:
+    default = asyncio.run(describe(speculating.host, speculating.port)).data["asr"][0]
+    ending = asyncio.run(describe(endpointing.host, endpointing.port)).data["asr"][0]
+    assert default["requires_external_vad"] is True  # Home Assistant's VAD ends the turn
+    assert ending["requires_external_vad"] is False  # the server does
+
+
+def test_the_server_ends_the_turn_before_audio_stop(endpointing) -> None:
+    """No audio-stop comes (the client runs no VAD); the transcript arrives, the client closes at once."""
+    for index in range(2):
+        mark = endpointing.log_mark()
+        turn = asyncio.run(command(endpointing.host, endpointing.port, spoken(index), silence_seconds=None))
+        assert turn.error is None and turn.before_stop and turn.audio_stop_s is None
+        assert turn.text and turn.from_speech_end_ms is not None and turn.from_speech_end_ms < 2000
+        lines = connection_lines(endpointing, mark)
+        ends = [line for line in lines if "closed" in line or "lost" in line]
+        assert len(ends) == 1 and ends[0].startswith("INFO") and "closed by the client" in ends[0], lines
+        assert "Traceback" not in endpointing.log(mark)
+
+
+def test_a_pause_after_a_word_that_cannot_end_a_command_does_not_end_the_turn(endpointing) -> None:
+    audio = paused("set a timer for", "twenty minutes", 0.8)
+    turn = asyncio.run(command(endpointing.host, endpointing.port, audio, silence_seconds=None))
+    assert turn.text is not None and turn.text.split()[-1] == "minutes", turn
+
+
+def loud_speech() -> bytes:
+    return pcm16(np.concatenate([speak("turn on the kitchen lights"), room_noise(1.5, 3)]))
+
+
+def test_audio_after_the_server_ended_the_turn_is_dropped_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    backend = WordsBackend()
+    config = HandlerConfig(turn=TurnSettings(endpointing=True, incomplete_silence_seconds=0.5))
+    pcm = loud_speech()
+    chunks = [AudioChunk(SAMPLE_RATE, 2, 1, pcm[i : i + 320]).event() for i in range(0, len(pcm), 320)]
+
+    async def main() -> list[Event]:
+        async with serving(backend, config) as port:
+            start = [Transcribe(language="en").event(), AudioStart(SAMPLE_RATE, 2, 1).event()]
+            # All the audio, audio-stop long after the turn ended, then a question on the same connection.
+            return await exchange(port, [*start, *chunks, AudioStop().event(), Describe().event()], until="info")
+
+    with caplog.at_level(logging.INFO):
+        events = asyncio.run(main())
+    backend.executor.shutdown()
+    types = [e.type for e in events]
+    assert types[-1] == "info" and "error" not in types, types
+    assert types.count("transcript") == 1 and types.index("transcript-stop") < types.index("info")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_a_stream_without_speech_gets_an_empty_transcript_after_the_bound() -> None:
+    backend = WordsBackend()
+    config = HandlerConfig(turn=TurnSettings(endpointing=True, no_speech_seconds=1.0))
+    pcm = pcm16(room_noise(4.0, 5))
+    chunks = [AudioChunk(SAMPLE_RATE, 2, 1, pcm[i : i + 320]).event() for i in range(0, len(pcm), 320)]
+
+    async def main() -> list[Event]:
+        async with serving(backend, config) as port:
+            start = [Transcribe(language="en").event(), AudioStart(SAMPLE_RATE, 2, 1).event()]
+            return await exchange(port, [*start, *chunks], until="transcript-stop")  # no audio-stop
+
+    events = asyncio.run(main())
+    backend.executor.shutdown()
+    transcript = next(e for e in events if e.type == "transcript")
+    assert transcript.data["text"] == ""

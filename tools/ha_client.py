@@ -1,0 +1,217 @@
+"""A client that ends voice commands as Home Assistant 2026.11 does, and times the transcript from the end of speech.
+
+Home Assistant's Wyoming STT entity (``homeassistant/components/wyoming/stt.py``)
+sends ``transcribe`` with the language only, ``audio-start``, then uploads 10 ms
+chunks while it reads events at once; it takes the first ``transcript``, even
+one that comes before its ``audio-stop``, then cancels the upload and closes the
+socket. When the server's ``info`` says ``requires_external_vad``, its pipeline
+(``assist_pipeline``) ends the command itself: ``VoiceCommandSegmenter`` on its
+VAD's speech probabilities (pymicro-vad, speech above 0.5), after
+``silence_seconds`` of silence (0.7 s by default, 0.25 aggressive, 1.25 relaxed),
+at least 0.3 s of speech and a 1 s command, and a 15 s timeout; then it sends
+``audio-stop``. ``Segmenter`` below follows that class's source.
+
+The satellite streams from the wake word: 0.3 s of a room's noise, the command,
+then the room's noise until the command is ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from wyoming.asr import Transcribe
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
+
+from wyoming_qwen3.model.format import SAMPLE_RATE
+
+from .corpus import ROOM_DBFS
+from .speech import pcm16
+
+CHUNK_SAMPLES = SAMPLE_RATE // 100  # 10 ms, 320 bytes: what Home Assistant sends
+LEAD_SECONDS = 0.3
+#: How long a client without a VAD of its own keeps streaming the room after the speech (server endpointing).
+SERVER_WAIT_SECONDS = 4.0
+
+
+@dataclass
+class Segmenter:
+    """Home Assistant's VoiceCommandSegmenter (assist_pipeline/vad.py): False from ``process`` ends the command."""
+
+    silence_seconds: float = 0.7
+    speech_seconds: float = 0.3
+    command_seconds: float = 1.0
+    timeout_seconds: float = 15.0
+    reset_seconds: float = 1.0
+    in_command: bool = False
+    _speech_left: float = 0.0
+    _command_left: float = 0.0
+    _silence_left: float = 0.0
+    _timeout_left: float = 0.0
+    _reset_left: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._speech_left = self.speech_seconds
+        self._command_left = self.command_seconds - self.speech_seconds
+        self._silence_left = self.silence_seconds
+        self._timeout_left = self.timeout_seconds
+        self._reset_left = self.reset_seconds
+        self.in_command = False
+
+    def process(self, seconds: float, is_speech: bool | None) -> bool:
+        self._timeout_left -= seconds
+        if self._timeout_left <= 0:
+            self.reset()
+            return False
+        if not self.in_command:
+            if is_speech:
+                self._reset_left = self.reset_seconds
+                self._speech_left -= seconds
+                if self._speech_left <= 0:
+                    self.in_command = True
+                    self._command_left = self.command_seconds - self.speech_seconds
+                    self._silence_left = self.silence_seconds
+            else:
+                self._reset_left -= seconds
+                if self._reset_left <= 0:
+                    self._speech_left = self.speech_seconds
+                    self._reset_left = self.reset_seconds
+            return True
+        if not is_speech:
+            self._reset_left = self.reset_seconds
+            self._silence_left -= seconds
+            self._command_left -= seconds
+            if self._silence_left <= 0 and self._command_left <= 0:
+                self.reset()
+                return False
+            return True
+        self._reset_left -= seconds
+        self._command_left -= seconds
+        if self._reset_left <= 0:
+            self._silence_left = self.silence_seconds
+            self._reset_left = self.reset_seconds
+        return True
+
+
+class HomeAssistantVad:
+    """pymicro-vad, as Home Assistant's audio enhancer runs it: 10 ms frames, speech above 0.5."""
+
+    def __init__(self) -> None:
+        from pymicro_vad import MicroVad
+
+        self._vad = MicroVad()
+
+    def is_speech(self, frame: bytes) -> bool | None:
+        probability = self._vad.process_10ms(frame)
+        return None if probability < 0 else probability > 0.5
+
+
+@dataclass
+class Turn:
+    """One command as Home Assistant saw it (times in seconds from the first chunk)."""
+
+    text: str | None = None
+    error: str | None = None
+    speech_end_s: float = 0.0
+    audio_stop_s: float | None = None
+    transcript_s: float | None = None
+    #: Events before the transcript (Home Assistant ignores them).
+    types: list[str] = field(default_factory=list)
+
+    @property
+    def from_speech_end_ms(self) -> float | None:
+        return None if self.transcript_s is None else (self.transcript_s - self.speech_end_s) * 1000
+
+    @property
+    def before_stop(self) -> bool:
+        return self.transcript_s is not None and (self.audio_stop_s is None or self.transcript_s < self.audio_stop_s)
+
+    @property
+    def after_stop_ms(self) -> float | None:
+        if self.transcript_s is None or self.audio_stop_s is None or self.before_stop:
+            return None
+        return (self.transcript_s - self.audio_stop_s) * 1000
+
+
+def room_noise(seconds: float, seed: int, dbfs: float = ROOM_DBFS) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0, 10 ** (dbfs / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
+
+
+async def command(
+    host: str,
+    port: int,
+    speech: np.ndarray,
+    *,
+    silence_seconds: float | None = 0.7,
+    fixed_stop: bool = False,
+    language: str = "en",
+    seed: int = 0,
+) -> Turn:
+    """Stream one command in real time, as a satellite through Home Assistant does.
+
+    ``silence_seconds``: Home Assistant's VAD setting, which decides audio-stop (None: the
+    server ends the turn; no audio-stop is sent within ``SERVER_WAIT_SECONDS``). With
+    ``fixed_stop``, audio-stop comes exactly ``silence_seconds`` after the speech instead
+    (no VAD lag: a repeatable bound for tests).
+    """
+    if silence_seconds is None:
+        trail = SERVER_WAIT_SECONDS
+    elif fixed_stop:
+        trail = silence_seconds
+    else:
+        trail = 16.0  # until the segmenter ends the command (it times out at 15 s)
+    audio = np.concatenate([room_noise(LEAD_SECONDS, seed + 1), speech, room_noise(trail, seed)])
+    pcm = pcm16(audio)
+    turn = Turn(speech_end_s=LEAD_SECONDS + speech.shape[0] / SAMPLE_RATE)
+    segmenter = Segmenter(silence_seconds) if silence_seconds is not None and not fixed_stop else None
+    vad = HomeAssistantVad() if segmenter is not None else None
+    async with AsyncTcpClient(host, port) as client:
+        await client.write_event(Transcribe(language=language).event())
+        await client.write_event(AudioStart(SAMPLE_RATE, 2, 1).event())
+        began = time.perf_counter()
+
+        async def upload() -> None:
+            for index, start in enumerate(range(0, len(pcm), 2 * CHUNK_SAMPLES)):
+                frame = pcm[start : start + 2 * CHUNK_SAMPLES]
+                await client.write_event(AudioChunk(SAMPLE_RATE, 2, 1, frame).event())
+                if segmenter is not None and vad is not None and len(frame) == 2 * CHUNK_SAMPLES:
+                    if not segmenter.process(CHUNK_SAMPLES / SAMPLE_RATE, vad.is_speech(frame)):
+                        break
+                delay = began + (index + 1) * CHUNK_SAMPLES / SAMPLE_RATE - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            if silence_seconds is None:
+                return  # no VAD here: the server ends the turn, or nothing does
+            turn.audio_stop_s = time.perf_counter() - began
+            await client.write_event(AudioStop().event())
+
+        async def receive() -> None:
+            while True:
+                event = await client.read_event()
+                if event is None:
+                    turn.error = "connection closed"
+                    return
+                if event.type == "error":
+                    turn.error = str(event.data.get("text"))
+                    return
+                if event.type == "transcript":
+                    turn.text = str(event.data.get("text", ""))
+                    turn.transcript_s = time.perf_counter() - began
+                    return
+                turn.types.append(event.type)
+
+        uploading, reading = asyncio.create_task(upload()), asyncio.create_task(receive())
+        try:
+            await asyncio.wait_for(reading, timeout=60)
+        except TimeoutError:
+            turn.error = "no transcript in 60 s"
+        finally:
+            uploading.cancel()  # as Home Assistant does on the transcript: the socket closes next
+            await asyncio.gather(uploading, return_exceptions=True)
+    return turn

@@ -1,0 +1,68 @@
+"""The end of a turn as the server hears it: when to start the final pass early, and when to end the turn.
+
+Home Assistant ends a command after a fixed silence (0.7 s by default) and only
+then sends ``audio-stop``. The server hears the silence begin too (Silero VAD,
+``speech_activity``): from ``speculate_after_seconds`` of it on, it runs the
+final pass on the audio so far, so that the transcript is ready when
+``audio-stop`` comes. If speech resumes, that pass is thrown away.
+
+With ``endpointing`` the server ends the turn itself, and sends the transcript
+before ``audio-stop``: after a short silence once the text heard sounds
+complete, after a longer one while it does not (the model's probability of the
+end of the text after it, and a last word that cannot end a command: "set a
+timer for" ... "ten minutes").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..backends.base import Speculation
+
+#: Last words after which a command goes on, whatever the silence: articles, prepositions and
+#: conjunctions. English only so far; in other languages the model's end probability decides.
+UNFINISHED_ENDINGS: dict[str, frozenset[str]] = {
+    "English": frozenset(
+        "a an the to for in into at of and or with by from my your his her our their this that these those".split()
+    ),
+}
+
+
+@dataclass(frozen=True)
+class TurnSettings:
+    """When the server starts the final pass early, and whether and when it ends the turn itself."""
+
+    #: Run the final pass while the client streams the trailing silence.
+    speculate: bool = True
+    #: Silence (as the VAD hears it) after which the final pass starts early.
+    speculate_after_seconds: float = 0.2
+    #: End the turn here, before audio-stop (info then says requires_external_vad: false).
+    endpointing: bool = False
+    #: Silence that ends a turn whose text sounds complete, and one whose text does not.
+    complete_silence_seconds: float = 0.3
+    incomplete_silence_seconds: float = 1.25
+    #: The model's probability of the end of the text at which the text sounds complete.
+    end_probability: float = 0.5
+    #: With endpointing: a stream with no speech for this long gets an empty transcript.
+    no_speech_seconds: float = 8.0
+
+    @property
+    def listens(self) -> bool:
+        """Whether streams need the VAD at all."""
+        return self.speculate or self.endpointing
+
+    def sounds_complete(self, speculation: Speculation) -> bool:
+        """Whether the transcript the speaker would get now reads as a whole command."""
+        words = speculation.text.split()
+        if not words:
+            return False
+        last = words[-1].strip(".,!?;:").lower()
+        if last in UNFINISHED_ENDINGS.get(speculation.language, frozenset()):
+            return False
+        return speculation.end_probability is None or speculation.end_probability >= self.end_probability
+
+    def silence_to_end(self, speculation: Speculation | None) -> float:
+        """The silence after which the turn ends, given what the speaker would get now (None: not known yet)."""
+        if speculation is not None and self.sounds_complete(speculation):
+            return self.complete_silence_seconds
+        return self.incomplete_silence_seconds
