@@ -7,7 +7,7 @@ server in 10 ms chunks as Home Assistant sends them.
 
 Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--quantize int8] [--json FILE]
                             [--border-seconds S] [--min-probability P] [--tuning-seed N]
-                            [--step-seconds S] [--encoder-window S] [--stream-window S]
+                            [--step-seconds S] [--encoder-window S] [--stream-window S] [--trailing-noise]
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import json
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from tools.client import stream
-from tools.corpus import heldout_utterances
+from tools.corpus import heldout_utterances, with_trailing_noise
 from tools.server_process import add_server_arguments, server_flags, start_server
 from tools.speech import as_speech, speak
 from tools.wer import normalize, wer
@@ -38,6 +40,11 @@ def main() -> None:
         "--tuning-seed", type=int, help="score held-out combinations drawn with this seed instead of heldout.json"
     )
     parser.add_argument("--quantize", default="none", choices=("none", "int8"), help="weights, as the server's option")
+    parser.add_argument(
+        "--trailing-noise",
+        action="store_true",
+        help="each command followed by 0-2.5 s of a room's noise (-70 dBFS), as a satellite streams it",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -47,6 +54,9 @@ def main() -> None:
     else:  # other held-out combinations, so that thresholds are not chosen on the test set
         heldout = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
     audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
+    if args.trailing_noise:
+        rng = np.random.default_rng(5)
+        audio = [with_trailing_noise(a, rng.uniform(0, 2.5), rng) for a in audio]
     qwen = QwenAsrModel.load(model.path, "cpu", args.encoder_window, quantize=args.quantize)
     offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]
 
@@ -71,6 +81,7 @@ def main() -> None:
         "streaming_equals_offline": same,
         "partials_before_end_on_utterances_over_2s": f"{early}/{len(longer)}",
         "speed": args.speed,
+        "trailing_noise": args.trailing_noise,
         "quantize": args.quantize,
         "tuning_seed": args.tuning_seed,
         "border_seconds": args.border_seconds,
