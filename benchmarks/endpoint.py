@@ -1,0 +1,245 @@
+"""The end of a command: from the real end of speech to the transcript, as Home Assistant 2026.11 ends commands.
+
+A client that behaves like Home Assistant (``tools.ha_client``) streams each command
+in real time (0.3 s of a room's noise, the command, the room's noise), runs Home
+Assistant's segmenter on pymicro-vad to decide audio-stop (its 0.25, 0.7 and 1.25 s
+settings) unless the server ends the turn first, uploads and reads at once, and
+closes on the transcript. Measured, per setting:
+
+- today's behaviour (``--no-speculate``: the final pass starts at audio-stop);
+- the final pass run in the trailing silence (the default);
+- server endpointing (``--endpointing``) at several silences.
+
+Two corpora: held-out commands, and the same commands with a pause of 0.3-0.9 s
+before their first slot ("set a timer for" ... "ten minutes"): a transcript that
+comes before the second part is a premature end.
+
+Also, without the clock: on every held-out command (and every paused one), the
+early final pass against the final pass audio-stop would run after Home Assistant's
+0.7 s, streamed in 10 ms chunks through the same session code.
+
+Usage: script/benchmark endpoint [--limit 20] [--equality-limit 100]
+       script/benchmark endpoint --shape 0.6b [--repeats 5] [--precisions float32 int8]
+           (Home Assistant's 0.7 s only, today's behaviour against the early final pass, on the real
+           model's compute: a random-weight 0.6B model decoding on a script, as the latency benchmark does)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tools.client import stream
+from tools.corpus import split_before_first_slot
+from tools.ha_client import LEAD_SECONDS, Turn, command, room_noise
+from tools.scripted import TOKENS_PER_SECOND
+from tools.server_process import ServerProcess, start_server
+from tools.speech import as_speech, speak
+from tools.wer import normalize
+from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.loading import create_backend
+from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL, resolve_model
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.server.cli import parse_args
+from wyoming_qwen3.server.speech_activity import SpeechActivity, load_detector
+from wyoming_qwen3.server.turn import TurnSettings
+
+HA_SETTINGS = (0.25, 0.7, 1.25)
+#: Server endpointing settings: (silence once complete, silence while not).
+ENDPOINT_SETTINGS = ((0.2, 1.25), (0.3, 1.25), (0.5, 1.25), (0.3, 1.0), (0.3, 1.5))
+SECOND_PART_SEED = 11
+
+
+def corpus(limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Held-out commands, and the same commands paused before their first slot."""
+    demo = resolve_model("demo", [], Path("."))
+    heldout = json.loads((demo.path / "heldout.json").read_text())["utterances"][:limit]
+    rng = np.random.default_rng(SECOND_PART_SEED)
+    plain, paused = [], []
+    for index, u in enumerate(heldout):
+        plain.append({"text": u["text"], "audio": speak(u["text"], u["voice"], 165, 50)})
+        first, second = split_before_first_slot(u["text"]) or (u["text"], "")
+        pause = float(rng.uniform(0.3, 0.9))
+        audio = np.concatenate(
+            [speak(first, u["voice"], 165, 50), room_noise(pause, index), speak(second, u["voice"], 165, 50)]
+        )
+        first_end = speak(first, u["voice"], 165, 50).shape[0] / SAMPLE_RATE
+        paused.append({"text": u["text"], "audio": audio, "second": second, "pause": pause, "first_end": first_end})
+    return plain, paused
+
+
+def premature(item: dict[str, Any], turn: Turn) -> bool:
+    """The transcript came before the second part was spoken, or without its last word."""
+    if turn.transcript_s is None:
+        return False
+    spoken_at = LEAD_SECONDS + item["first_end"] + item["pause"]
+    last = normalize(item["second"]).split()[-1]
+    return turn.transcript_s < spoken_at or last not in normalize(turn.text or "").split()
+
+
+def run_turns(server: ServerProcess, items: list[dict[str, Any]], **options: Any) -> list[Turn]:
+    return [
+        asyncio.run(command(server.host, server.port, item["audio"], seed=i, **options)) for i, item in enumerate(items)
+    ]
+
+
+def summary(turns: list[Turn], items: list[dict[str, Any]], pauses: bool = False) -> dict[str, Any]:
+    answered = [t for t in turns if t.transcript_s is not None]
+    after = [t.after_stop_ms for t in answered if t.after_stop_ms is not None]
+    return {
+        "n": len(turns),
+        "median_from_speech_end_ms": round(statistics.median(t.from_speech_end_ms for t in answered))
+        if answered
+        else None,
+        "median_after_audio_stop_ms": round(statistics.median(after)) if after else None,
+        "before_audio_stop": sum(t.before_stop for t in answered),
+        "exact": sum(normalize(t.text or "") == normalize(i["text"]) for t, i in zip(turns, items, strict=True)),
+        **({"premature": sum(premature(i, t) for t, i in zip(turns, items, strict=True))} if pauses else {}),
+    }
+
+
+def equality(items: list[dict[str, Any]], paused: bool) -> dict[str, Any]:
+    """Early final passes against the final pass after Home Assistant's 0.7 s, the same session code, no clock."""
+    backend = create_backend("simulkv", resolve_model("demo", [], Path(".")), parse_args(["--model", "demo"]))
+    turn = TurnSettings()
+    detector = load_detector()
+    same, differences = 0, []
+    for index, item in enumerate(items):
+        audio = np.concatenate([room_noise(LEAD_SECONDS, index + 1000), item["audio"], room_noise(0.7, index)])
+        speculating = backend.create_session(SessionOptions(language="English"))
+        late = backend.create_session(SessionOptions(language="English"))
+        activity = SpeechActivity(detector)
+        standing, sent, late_sent = None, "", ""
+        for start in range(0, audio.shape[0], SAMPLE_RATE // 100):
+            chunk = audio[start : start + SAMPLE_RATE // 100]
+            sent += speculating.feed(chunk)
+            late_sent += late.feed(chunk)
+            if activity.add(chunk):
+                standing = None  # speech resumed: thrown away
+            if standing is None and activity.heard_speech and activity.silence_seconds >= turn.speculate_after_seconds:
+                standing = speculating.speculate()
+        early = standing.text if standing is not None else sent + speculating.finish().text
+        final = late_sent + late.finish().text
+        if normalize(early) == normalize(final):
+            same += 1
+        else:
+            differences.append({"text": item["text"], "early": early, "audio_stop": final})
+    return {"corpus": "paused" if paused else "held-out", "n": len(items), "same": same, "differences": differences}
+
+
+def demo_main(args: argparse.Namespace) -> dict[str, Any]:
+    plain, paused = corpus(args.equality_limit)
+    results: dict[str, Any] = {"equality": [equality(plain, False), equality(paused, True)]}
+    for row in results["equality"]:
+        print(f"early final pass = the one at audio-stop: {row['same']} of {row['n']} ({row['corpus']})", flush=True)
+        for difference in row["differences"]:
+            print(f"  {difference}", flush=True)
+    plain, paused = plain[: args.limit], paused[: args.limit]
+    folder = args.out
+    rows: list[dict[str, Any]] = []
+    servers = {
+        "today (no early final pass)": ["--no-speculate"],
+        "early final pass": [],
+    }
+    for label, flags in servers.items():
+        server = start_server(Path("demo"), folder / f"endpoint-{len(rows)}.log", *flags)
+        try:
+            for silence in HA_SETTINGS:
+                row = {"server": label, "ends the turn": f"Home Assistant, {silence:g} s"}
+                row.update(summary(run_turns(server, plain, silence_seconds=silence), plain))
+                paused_turns = run_turns(server, paused, silence_seconds=silence)
+                row["paused"] = summary(paused_turns, paused, pauses=True)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            server.stop()
+    for complete, incomplete in ENDPOINT_SETTINGS:
+        flags = ["--endpointing", "--endpoint-silence", str(complete), "--endpoint-max-silence", str(incomplete)]
+        server = start_server(Path("demo"), folder / f"endpoint-{len(rows)}.log", *flags)
+        try:
+            row = {"server": "endpointing", "ends the turn": f"the server, {complete:g} s / {incomplete:g} s"}
+            row.update(summary(run_turns(server, plain, silence_seconds=None), plain))
+            row["paused"] = summary(run_turns(server, paused, silence_seconds=None), paused, pauses=True)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        finally:
+            server.stop()
+    results["turns"] = rows
+    return results
+
+
+def shape_main(args: argparse.Namespace) -> dict[str, Any]:
+    """Home Assistant's 0.7 s on the 0.6B shape: today's behaviour against the early final pass, alternating."""
+    from .compute import speech
+    from .latency_shape import model_folder
+
+    folder = model_folder()
+    window = CATALOGUE[DEFAULT_MODEL].encoder_window_seconds
+    audio = speech(3.0)
+    rows = []
+    for precision in args.precisions:
+        quantize = ["--quantize", "int8"] if precision == "int8" else []
+        servers: dict[str, ServerProcess] = {}
+        try:
+            for label, flags in (("today", ["--no-speculate"]), ("early final pass", [])):
+                servers[label] = start_server(
+                    folder,
+                    args.out / f"endpoint-0.6b-{precision}-{len(servers)}.log",
+                    "--tokens-per-second",
+                    str(TOKENS_PER_SECOND),
+                    "--encoder-window",
+                    f"{window:g}",
+                    *quantize,
+                    *flags,
+                    timeout=900,
+                    module="tools.scripted",
+                )
+            for server in servers.values():  # lazy initialisation, before timing
+                asyncio.run(stream(server.host, server.port, as_speech(audio[:SAMPLE_RATE]), language="en"))
+            turns: dict[str, list[Turn]] = {label: [] for label in servers}
+            for repeat in range(args.repeats):
+                for label, server in servers.items():
+                    turns[label].append(asyncio.run(command(server.host, server.port, audio, seed=repeat)))
+            for label, values in turns.items():
+                after = [t.after_stop_ms for t in values if t.after_stop_ms is not None]
+                row = {
+                    "precision": precision,
+                    "server": label,
+                    "after_audio_stop_ms": [round(v) for v in after],
+                    "median_after_audio_stop_ms": round(statistics.median(after)) if after else None,
+                    "median_from_speech_end_ms": round(statistics.median(t.from_speech_end_ms for t in values)),
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            for server in servers.values():
+                server.stop()
+    return {"shape": "0.6b", "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=20, help="commands streamed in real time, per corpus")
+    parser.add_argument("--equality-limit", type=int, default=100, help="commands for the early-pass equality")
+    parser.add_argument("--shape", choices=("0.6b",), help="the 0.6B shape's compute instead of the demo model")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--precisions", nargs="+", choices=("float32", "int8"), default=["float32", "int8"])
+    parser.add_argument("--out", type=Path, default=Path("local/benchmark"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    began = time.time()
+    results = shape_main(args) if args.shape else demo_main(args)
+    results.update(date=time.strftime("%Y-%m-%d"), minutes=round((time.time() - began) / 60, 1))
+    name = f"endpoint-{args.shape}.json" if args.shape else "endpoint.json"
+    (args.out / name).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
