@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shutil
-import subprocess
-import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +12,7 @@ import pytest
 from wyoming.server import AsyncTcpServer
 
 from tools.client import Reply, stream
+from tools.netns import Lan, NamespacesUnavailable, ip, stand_in_lan
 from tools.random_model import build_random_model
 from tools.server_process import ServerProcess, free_port, start_server
 from tools.speech import Speech, require_tools, speak_pcm
@@ -25,7 +21,7 @@ from wyoming_qwen3.model.catalogue import ResolvedModel
 from wyoming_qwen3.server.handler import HandlerConfig, Qwen3EventHandler
 from wyoming_qwen3.server.info import build_info
 
-__all__ = ["ServerProcess", "start_server", "transcribe", "run"]
+__all__ = ["Lan", "ServerProcess", "ip", "run", "start_server", "transcribe"]
 
 SCRIPT_TEXT = "turn on the lights"
 #: The stand-in LAN's hosts.
@@ -128,44 +124,10 @@ def run(coroutine):  # noqa: ANN001, ANN201 - a tiny helper for sync tests
 # -- a stand-in LAN: network namespaces the test makes, so no packet leaves this machine ----------
 
 
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
-
-
-@dataclass(frozen=True)
-class Lan:
-    """Two namespaces, a server host and a client host, on one veth link."""
-
-    server: str
-    client: str
-
-    def command(self, namespace: str, *command: str) -> list[str]:
-        return ["ip", "netns", "exec", namespace, *command]
-
-
 @pytest.fixture()
 def lan() -> Iterator[Lan]:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("a stand-in LAN needs root and iproute2 (ip netns); run the tests as root (CI does)")
-    tag = uuid.uuid4().hex[:6]
-    lan = Lan(server=f"wq3-srv-{tag}", client=f"wq3-cli-{tag}")
     try:
-        ip("netns", "add", lan.server)
-    except subprocess.CalledProcessError as err:
-        pytest.skip(f"this machine cannot make network namespaces: {err.stderr.strip()}")
-    try:
-        ip("netns", "add", lan.client)
-        ip("link", "add", f"wq3s{tag}", "netns", lan.server, "type", "veth", "peer", f"wq3c{tag}", "netns", lan.client)
-        for namespace, device, address in (
-            (lan.server, f"wq3s{tag}", SERVER_ADDRESS),
-            (lan.client, f"wq3c{tag}", CLIENT_ADDRESS),
-        ):
-            ip("-n", namespace, "link", "set", "lo", "up")
-            ip("-n", namespace, "addr", "add", f"{address}/24", "dev", device)
-            ip("-n", namespace, "link", "set", device, "up")
-            # A LAN host has a default route; it is what picks the address to announce.
-            ip("-n", namespace, "route", "add", "default", "dev", device)
-        yield lan
-    finally:
-        for namespace in (lan.server, lan.client):
-            ip("netns", "del", namespace, check=False)
+        with stand_in_lan(SERVER_ADDRESS, CLIENT_ADDRESS) as made:
+            yield made
+    except NamespacesUnavailable as err:
+        pytest.skip(f"{err}; run the tests as root (CI does)")

@@ -41,26 +41,6 @@ def readme_run_arguments() -> list[str]:
     return shlex.split(match.group(1))
 
 
-def dockerfile_entrypoint() -> list[str]:
-    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-    match = re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.MULTILINE)
-    assert match, "the Dockerfile has no exec-form ENTRYPOINT"
-    return json.loads(match.group(1))
-
-
-def test_dockerfile_serves_where_the_readme_says() -> None:
-    readme = readme_run_arguments()
-    entrypoint = dockerfile_entrypoint()
-    assert entrypoint[0] == "wyoming-qwen3"
-    uri = readme[readme.index("--uri") + 1]
-    assert entrypoint[entrypoint.index("--uri") + 1] == uri
-    assert "--zeroconf" in readme
-    docker_run = re.search(r"^docker run (.+) wyoming-qwen3 (.*)$", (ROOT / "README.md").read_text(), re.MULTILINE)
-    assert docker_run, "the README has no 'docker run ... wyoming-qwen3 ...' command"
-    # Zeroconf from a container reaches the LAN only on the host's network.
-    assert "--zeroconf" not in docker_run.group(2) or "--network host" in docker_run.group(1)
-
-
 def read_json_line(client: subprocess.Popen, what: str, server: subprocess.Popen, server_log: Path) -> dict:
     """The client's next line; fails at once if the server exits first, or after 180 s."""
     deadline = time.monotonic() + 180
