@@ -14,9 +14,9 @@ Two corpora: held-out commands, and the same commands with a pause of 0.3-0.9 s
 before their first slot ("set a timer for" ... "ten minutes"): a transcript that
 comes before the second part is a premature end.
 
-Also, without the clock: on every held-out command (and every paused one), the
-early final pass against the final pass audio-stop would run after Home Assistant's
-0.7 s, streamed in 10 ms chunks through the same session code.
+Also, on every held-out command (and every paused one), the transcript of a server
+that runs the final pass in the silence against one that runs it at audio-stop
+(``--no-speculate``), each command followed by Home Assistant's 0.7 s.
 
 Usage: script/benchmark endpoint [--limit 20] [--equality-limit 100]
        script/benchmark endpoint --shape 0.6b [--repeats 5] [--precisions float32 int8]
@@ -43,13 +43,8 @@ from tools.scripted import TOKENS_PER_SECOND
 from tools.server_process import ServerProcess, start_server
 from tools.speech import as_speech, speak
 from tools.wer import normalize
-from wyoming_qwen3.backends.base import SessionOptions
-from wyoming_qwen3.backends.loading import create_backend
 from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL, resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.server.cli import parse_args
-from wyoming_qwen3.server.speech_activity import SpeechActivity, load_detector
-from wyoming_qwen3.server.turn import TurnSettings
 
 HA_SETTINGS = (0.25, 0.7, 1.25)
 #: Server endpointing settings: (silence once complete, silence while not).
@@ -105,38 +100,33 @@ def summary(turns: list[Turn], items: list[dict[str, Any]], pauses: bool = False
     }
 
 
-def equality(items: list[dict[str, Any]], paused: bool) -> dict[str, Any]:
-    """Early final passes against the final pass after Home Assistant's 0.7 s, the same session code, no clock."""
-    backend = create_backend("simulkv", resolve_model("demo", [], Path(".")), parse_args(["--model", "demo"]))
-    turn = TurnSettings()
-    detector = load_detector()
+def equality(items: list[dict[str, Any]], paused: bool, folder: Path) -> dict[str, Any]:
+    """The transcript with the early final pass against the one without it, from two servers, each command
+    followed by Home Assistant's 0.7 s of a room's noise, streamed at 4x real time."""
+    servers = [
+        start_server(Path("demo"), folder / f"equality-{i}.log", *flags)
+        for i, flags in enumerate(([], ["--no-speculate"]))
+    ]
     same, differences = 0, []
-    for index, item in enumerate(items):
-        audio = np.concatenate([room_noise(LEAD_SECONDS, index + 1000), item["audio"], room_noise(0.7, index)])
-        speculating = backend.create_session(SessionOptions(language="English"))
-        late = backend.create_session(SessionOptions(language="English"))
-        activity = SpeechActivity(detector)
-        standing, sent, late_sent = None, "", ""
-        for start in range(0, audio.shape[0], SAMPLE_RATE // 100):
-            chunk = audio[start : start + SAMPLE_RATE // 100]
-            sent += speculating.feed(chunk)
-            late_sent += late.feed(chunk)
-            if activity.add(chunk):
-                standing = None  # speech resumed: thrown away
-            if standing is None and activity.heard_speech and activity.silence_seconds >= turn.speculate_after_seconds:
-                standing = speculating.speculate()
-        early = standing.text if standing is not None else sent + speculating.finish().text
-        final = late_sent + late.finish().text
-        if normalize(early) == normalize(final):
-            same += 1
-        else:
-            differences.append({"text": item["text"], "early": early, "audio_stop": final})
+    try:
+        for index, item in enumerate(items):
+            audio = as_speech(
+                np.concatenate([room_noise(LEAD_SECONDS, index + 1000), item["audio"], room_noise(0.7, index)])
+            )
+            early, late = (asyncio.run(stream(s.host, s.port, audio, language="en", speed=4.0)).text for s in servers)
+            if early == late:
+                same += 1
+            else:
+                differences.append({"text": item["text"], "early": early, "audio_stop": late})
+    finally:
+        for server in servers:
+            server.stop()
     return {"corpus": "paused" if paused else "held-out", "n": len(items), "same": same, "differences": differences}
 
 
 def demo_main(args: argparse.Namespace) -> dict[str, Any]:
     plain, paused = corpus(args.equality_limit)
-    results: dict[str, Any] = {"equality": [equality(plain, False), equality(paused, True)]}
+    results: dict[str, Any] = {"equality": [equality(plain, False, args.out), equality(paused, True, args.out)]}
     for row in results["equality"]:
         print(f"early final pass = the one at audio-stop: {row['same']} of {row['n']} ({row['corpus']})", flush=True)
         for difference in row["differences"]:

@@ -280,11 +280,9 @@ class Qwen3EventHandler(AsyncEventHandler):
             _LOGGER.exception("%s: cannot start a transcription", self._client)
             await self._send_error("Transcription failed; see the server log", "transcription-failed")
             return
-        activity = None
-        if self._config.turn.listens:
-            if self._detector is None:
-                self._detector = await asyncio.to_thread(load_detector)
-            activity = SpeechActivity(self._detector)
+        if self._detector is None:
+            self._detector = await asyncio.to_thread(load_detector)
+        activity = SpeechActivity(self._detector)
         target = self._config.emission_log
         self._stream = Utterance(
             session,

@@ -2,9 +2,13 @@
 
 Home Assistant ends a command after a fixed silence (0.7 s by default) and only
 then sends ``audio-stop``. The server hears the silence begin too (Silero VAD,
-``speech_activity``): from ``speculate_after_seconds`` of it on, it runs the
-final pass on the audio so far, so that the transcript is ready when
-``audio-stop`` comes. If speech resumes, that pass is thrown away.
+``speech_activity``). The model hears a command and ``kept_silence_seconds`` of
+the silence after it, no more: the silence after that is held back, and given
+to the model only if speech resumes. So once that much silence has passed, the
+final pass at ``audio-stop`` would hear exactly what the model has heard by
+then, and it runs at once (speculation): its transcript is the one
+``audio-stop`` would give, ready before it comes. If speech resumes, it is
+thrown away.
 
 With ``endpointing`` the server ends the turn itself, and sends the transcript
 before ``audio-stop``: after a short silence once the text heard sounds
@@ -34,8 +38,9 @@ class TurnSettings:
 
     #: Run the final pass while the client streams the trailing silence.
     speculate: bool = True
-    #: Silence (as the VAD hears it) after which the final pass starts early.
-    speculate_after_seconds: float = 0.2
+    #: Silence after the last speech (as the VAD hears it) the model hears; the rest is held back unless
+    #: speech resumes. Silero's end of speech comes 73-99 ms after the real one at the median (README).
+    kept_silence_seconds: float = 0.3
     #: End the turn here, before audio-stop (info then says requires_external_vad: false).
     endpointing: bool = False
     #: Silence that ends a turn whose text sounds complete, and one whose text does not.
@@ -45,11 +50,6 @@ class TurnSettings:
     end_probability: float = 0.5
     #: With endpointing: a stream with no speech for this long gets an empty transcript.
     no_speech_seconds: float = 8.0
-
-    @property
-    def listens(self) -> bool:
-        """Whether streams need the VAD at all."""
-        return self.speculate or self.endpointing
 
     def sounds_complete(self, speculation: Speculation) -> bool:
         """Whether the transcript the speaker would get now reads as a whole command."""

@@ -7,12 +7,14 @@ that came during the one before, and their committed text goes out as
 (``SPEECH_LEVEL_DBFS``); a stream that never does gets an empty transcript
 without decoding.
 
-Once the VAD hears the speaker fall silent (``turn``), the final pass runs on
-the audio so far (a speculation), ahead of the steps, which go on as they
-would have: the speculation leaves the session as it was. If speech resumes,
-the speculation is thrown away. The final transcript is sent once: at
-``audio-stop`` (the speculation's, when it stands), when the server ends the
-turn itself (endpointing), at the cap, or when the client stops sending audio.
+The model hears the silence after speech only up to ``kept_silence_seconds``
+(``turn``); the rest is held back, and goes to the model only if speech
+resumes. Once the model has heard all it will, the final pass runs at once (a
+speculation): it is the pass ``audio-stop`` would run, on the same audio, ready
+before it comes. Speech that resumes throws it away, and the steps go on with
+the held audio. The final transcript is sent once: at ``audio-stop``, when the
+server ends the turn itself (endpointing), at the cap, or when the client stops
+sending audio.
 """
 
 from __future__ import annotations
@@ -66,8 +68,8 @@ class Utterance:
         limits: StreamLimits,
         send: Send,
         client: str,
+        activity: SpeechActivity,
         turn: TurnSettings | None = None,
-        activity: SpeechActivity | None = None,
         emission_log: EmissionLog | None = None,
     ) -> None:
         self._session = session
@@ -77,9 +79,11 @@ class Utterance:
         self._limits = limits
         self._send = send
         self._client = client
-        self._turn = turn or TurnSettings(speculate=False)
-        #: Where speech stops and starts (None: the turn settings need no VAD).
+        self._turn = turn or TurnSettings()
+        #: Where speech stops and starts.
         self._activity = activity
+        #: Silence past ``kept_silence_seconds`` after the last speech: given to the model only if speech resumes.
+        self._held: list[np.ndarray] = []
         #: The final pass started early on the audio so far, while it stands (speech has not resumed).
         self._speculation: asyncio.Future[Speculation | None] | None = None
         self._emission_log = emission_log
@@ -116,8 +120,7 @@ class Utterance:
         samples = samples[: max(cap - self._received_samples, 0)]
         self._received_samples += samples.shape[0]
         if samples.shape[0]:
-            self._pending.append(samples)
-            self._speech_detected = self._speech_detected or loudest_frame_dbfs(samples) >= SPEECH_LEVEL_DBFS
+            self._listen(samples)
         if self._received_samples >= cap:
             _LOGGER.warning(
                 "%s: stream passed the %.0f s cap; sending the transcript of the first %.0f s",
@@ -127,38 +130,42 @@ class Utterance:
             )
             await self.finish()
             return
-        if self._activity is not None and samples.shape[0]:
-            if self._activity.add(samples) and self._speculation is not None:
+        if self._turn.endpointing and self._turn_ended():
+            await self.finish()
+            return
+        self._step_or_speculate()
+
+    def _listen(self, samples: np.ndarray) -> None:
+        """Buffer the samples for the model, or hold them back: silence past what the model hears of it."""
+        silent_long = self._activity.heard_speech and self._activity.silence_seconds >= self._turn.kept_silence_seconds
+        spoke = self._activity.add(samples)
+        self._speech_detected = self._speech_detected or loudest_frame_dbfs(samples) >= SPEECH_LEVEL_DBFS
+        if spoke:
+            if self._speculation is not None:
                 _LOGGER.debug("%s: speech resumed; the early final pass is thrown away", self._client)
                 self._speculation.cancel()
                 self._speculation = None
-            self._maybe_speculate()
-            if self._turn.endpointing and self._turn_ended():
-                await self.finish()
-                return
-        if self._speech_detected and (self._step_task is None or self._step_task.done()):
-            self._step_task = asyncio.create_task(self._run_steps())
-
-    def _maybe_speculate(self) -> None:
-        """Start the final pass on the audio so far once the speaker has been silent long enough."""
-        activity = self._activity
-        if (
-            not self._turn.speculate
-            or self._speculation is not None
-            or not self._speech_detected
-            or activity is None
-            or not activity.heard_speech
-            or activity.silence_seconds < self._turn.speculate_after_seconds
-        ):
+            self._pending += self._held  # the pause goes to the model after all, in order
+            self._held.clear()
+        elif silent_long:
+            self._held.append(samples)
             return
-        # What no step has taken yet goes along; it stays pending for the steps if speech resumes.
-        audio = np.concatenate(self._pending) if self._pending else None
-        speculation = asyncio.wrap_future(
-            self._backend.executor.submit_with_priority(FINAL, self._session.speculate, audio)
-        )
-        speculation.add_done_callback(self._retrieve)
-        self._speculation = speculation
-        _LOGGER.debug("%s: %.2f s of silence: the final pass starts early", self._client, activity.silence_seconds)
+        self._pending.append(samples)
+
+    def _step_or_speculate(self) -> None:
+        """Start a step on buffered audio; or, once the model has heard all it will of the silence, the final pass."""
+        if not self._speech_detected or not (self._step_task is None or self._step_task.done()):
+            return  # a step that ends calls this again
+        if self._pending:
+            self._step_task = asyncio.create_task(self._run_steps())
+        elif self._held and self._turn.speculate and self._speculation is None:
+            # Nothing is left to feed: the final pass at audio-stop would hear just what the model has.
+            speculation = asyncio.wrap_future(
+                self._backend.executor.submit_with_priority(FINAL, self._session.speculate)
+            )
+            speculation.add_done_callback(self._retrieve)
+            self._speculation = speculation
+            _LOGGER.debug("%s: the speaker is silent: the final pass starts early", self._client)
 
     def _retrieve(self, task: asyncio.Future[Speculation | None]) -> None:
         """A failed speculation is logged here (the final pass runs normally then), not as never retrieved."""
@@ -168,7 +175,6 @@ class Utterance:
     def _turn_ended(self) -> bool:
         """With endpointing: whether the speaker has finished, or never started within the bound."""
         activity = self._activity
-        assert activity is not None
         if not activity.heard_speech:
             return activity.samples >= self._turn.no_speech_seconds * SAMPLE_RATE
         if self._speculation is not None and not self._speculation.done():
@@ -202,6 +208,8 @@ class Utterance:
                 await self._send_text(delta)
             except OSError:
                 return  # the client is gone; the handler logs it and drops the stream
+        if not self.finishing:
+            self._step_or_speculate()
 
     async def finish(self) -> None:
         """Send the final transcript; runs once per stream, whoever asks first."""
@@ -250,8 +258,8 @@ class Utterance:
         await self._send(TranscriptStop().event())
 
     async def _speculated(self) -> FinalDelta | None:
-        """The final delta from the early final pass, when it stands: no speech came after the audio it heard
-        (any that did threw it away), and it extends the text sent. None: run the final pass now."""
+        """The final delta from the early final pass, when it stands: the model has heard nothing since (speech
+        would have thrown it away), and it extends the text sent. None: run the final pass now."""
         task = self._speculation
         if task is None:
             return None
