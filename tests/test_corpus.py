@@ -51,12 +51,32 @@ def test_a_cut_inside_a_word_hears_only_the_words_before_it() -> None:
     assert len(heard_lengths) > 3
 
 
+def rms(audio: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(audio))))
+
+
 def test_augmented_speech_keeps_its_word_times() -> None:
+    """Every word moves by the lead-in, and the words after an inserted pause by the pause too."""
     speech = speak_timed(TEXT, "en-us", 160, 50)
-    louder = augment(speech, np.random.default_rng(3))
-    shift = louder.word_starts[0][1] - speech.word_starts[0][1]
-    assert shift >= 0
-    for (c, t), (c2, t2) in zip(speech.word_starts, louder.word_starts, strict=True):
-        assert c == c2 and abs(t2 - t - shift) < 1e-9
-    lead = int(shift * SAMPLE_RATE)
-    assert np.abs(louder.audio[:lead]).max(initial=0) < 0.05
+    pauses = 0
+    for seed in range(12):
+        louder = augment(speech, np.random.default_rng(seed))
+        shift = louder.word_starts[0][1] - speech.word_starts[0][1]
+        assert shift >= 0
+        moves = [t2 - t - shift for (_, t), (_, t2) in zip(speech.word_starts, louder.word_starts, strict=True)]
+        assert [c for c, _ in speech.word_starts] == [c for c, _ in louder.word_starts]
+        pause = max(moves)
+        if pause > 1e-9:
+            pauses += 1
+            assert 0.3 <= pause <= 0.9
+            first_after = next(i for i, move in enumerate(moves) if move > 1e-9)
+            assert all(abs(move) < 1e-9 for move in moves[:first_after])
+            assert all(abs(move - pause) < 1e-9 for move in moves[first_after:])
+            gap_start = int((speech.word_starts[first_after][1] + shift) * SAMPLE_RATE)
+            gap_end = gap_start + int(pause * SAMPLE_RATE)
+            spoken_end = int((speech.ends[-1] + shift + pause) * SAMPLE_RATE)
+            # The pause holds only the room's noise: quieter than the words that follow it.
+            assert rms(louder.audio[gap_start:gap_end]) < 0.5 * rms(louder.audio[gap_end:spoken_end])
+        lead = int(shift * SAMPLE_RATE)
+        assert lead == 0 or rms(louder.audio[:lead]) < 0.5 * rms(louder.audio[lead:])
+    assert 0 < pauses < 12  # a third of the commands pause

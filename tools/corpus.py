@@ -296,7 +296,8 @@ def augment(speech: Speech, rng: np.random.Generator) -> Speech:
     What a satellite streams: a room's hiss before and after the command (HA keeps streaming
     its silence, 0.7 s by default, and a server that ends the turn itself hears more), and
     speakers who pause mid-command ("set a timer for" ... "ten minutes"). The noise is a room's
-    (-80 to -55 dBFS) or, half the time, 15-45 dB under the speech.
+    (-80 to -55 dBFS) or, half the time, 15-45 dB under the speech as spoken (before the gain, so
+    3-45 dB under what is heard).
     """
     audio = speech.audio * rng.uniform(0.25, 1.0)
     starts, ends = list(speech.word_starts), speech.ends
