@@ -30,7 +30,7 @@ from wyoming_qwen3.backends.simulkv.settings import ALIGNMENT_HEADS_FILE, Alignm
 from wyoming_qwen3.model.format import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
 
-from .speech import speak
+from .speech import speak, trimmed
 
 SENTENCES = [
     "turn on the kitchen lights",
@@ -62,9 +62,7 @@ class Utterance:
 
 def speak_word(word: str, voice: str) -> np.ndarray:
     """One word from espeak-ng at 16 kHz, leading and trailing silence trimmed."""
-    samples = speak(word, voice)
-    loud = np.flatnonzero(np.abs(samples) > 0.02)
-    return samples[loud[0] : loud[-1] + 1] if loud.size else samples
+    return trimmed(speak(word, voice))
 
 
 def synthesize(sentence: str, voice: str = "en-us") -> Utterance:

@@ -29,7 +29,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 from .corpus import ROOM_DBFS
-from .speech import pcm16
+from .speech import pcm16, trimmed
 
 CHUNK_SAMPLES = SAMPLE_RATE // 100  # 10 ms, 320 bytes: what Home Assistant sends
 LEAD_SECONDS = 0.3
@@ -166,6 +166,8 @@ async def command(
         trail = silence_seconds
     else:
         trail = 16.0  # until the segmenter ends the command (it times out at 15 s)
+    # The room's noise, not espeak-ng's digital silence, around the words; and the end of speech is the last word's.
+    speech = trimmed(speech)
     audio = np.concatenate([room_noise(LEAD_SECONDS, seed + 1), speech, room_noise(trail, seed)])
     pcm = pcm16(audio)
     turn = Turn(speech_end_s=LEAD_SECONDS + speech.shape[0] / SAMPLE_RATE)

@@ -60,6 +60,13 @@ def speak(text: str, voice: str = "en-us", speed: int = 175, pitch: int = 50) ->
     return to_16khz(["-t", "wav"], espeak_wav(text, voice, speed, pitch))
 
 
+def trimmed(samples: np.ndarray, floor: float = 0.02) -> np.ndarray:
+    """The samples from the first to the last one above ``floor``: speech without espeak-ng's own silence
+    around it (up to 0.3 s at each end, which would lengthen any pause put between two parts)."""
+    loud = np.flatnonzero(np.abs(samples) > floor)
+    return samples[loud[0] : loud[-1] + 1] if loud.size else samples
+
+
 def speak_pcm(text: str, *sox_args: str, voice: str = "en-us") -> Speech:
     """espeak-ng speech as PCM: its own format, or converted by sox with ``sox_args`` ("-c", "2", ...)."""
     wav = espeak_wav(text, voice)
