@@ -125,17 +125,16 @@ def equality(items: list[dict[str, Any]], paused: bool, folder: Path) -> dict[st
 
 
 def demo_main(args: argparse.Namespace) -> dict[str, Any]:
-    everything = corpus(max(args.equality_limit, args.limit, args.endpoint_limit or 0))
-    plain, paused = everything
+    all_plain, all_paused = corpus(max(args.equality_limit, args.limit, args.endpoint_limit or 0))
     results: dict[str, Any] = {}
     if not args.endpoint_only:
-        results["equality"] = [equality(plain[: args.equality_limit], False, args.out)]
-        results["equality"].append(equality(paused[: args.equality_limit], True, args.out))
+        results["equality"] = [equality(all_plain[: args.equality_limit], False, args.out)]
+        results["equality"].append(equality(all_paused[: args.equality_limit], True, args.out))
     for row in results.get("equality", []):
         print(f"early final pass = the one at audio-stop: {row['same']} of {row['n']} ({row['corpus']})", flush=True)
         for difference in row["differences"]:
             print(f"  {difference}", flush=True)
-    plain, paused = plain[: args.limit], paused[: args.limit]
+    plain, paused = all_plain[: args.limit], all_paused[: args.limit]
     folder = args.out
     rows: list[dict[str, Any]] = []
     servers = {
@@ -155,7 +154,8 @@ def demo_main(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             server.stop()
     # More commands here: a premature end is rare, and each one counts against the 2% the default must meet.
-    plain, paused = (items[: args.endpoint_limit or args.limit] for items in everything)
+    endpoint_limit = args.endpoint_limit or args.limit
+    plain, paused = all_plain[:endpoint_limit], all_paused[:endpoint_limit]
     for complete, incomplete in ENDPOINT_SETTINGS:
         flags = ["--endpointing", "--endpoint-silence", str(complete), "--endpoint-max-silence", str(incomplete)]
         server = start_server(Path("demo"), folder / f"endpoint-{len(rows)}.log", *flags)
@@ -235,13 +235,12 @@ def main() -> None:
     began = time.time()
     results = shape_main(args) if args.shape else demo_main(args)
     results.update(date=time.strftime("%Y-%m-%d"), minutes=round((time.time() - began) / 60, 1))
-    name = (
-        f"endpoint-{args.shape}.json"
-        if args.shape
-        else "endpoint-server.json"
-        if args.endpoint_only
-        else "endpoint.json"
-    )
+    if args.shape:
+        name = f"endpoint-{args.shape}.json"
+    elif args.endpoint_only:
+        name = "endpoint-server.json"
+    else:
+        name = "endpoint.json"
     (args.out / name).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 

@@ -257,9 +257,12 @@ def main() -> None:
     trailing_wer = evaluate(qwen, heldout, lambda e: noisy[e.text])
     # The words before a speaker's pause ("set a timer for"), then 0.3 s of the room: what server endpointing
     # decides on.
-    heads = [(h[0], v) for t, v in heldout_pairs if (h := split_before_first_slot(t)) is not None]
+    before_pause = [(h[0], v) for t, v in heldout_pairs if (h := split_before_first_slot(t)) is not None]
     heads_wer = wer(
-        [(h, qwen.transcribe(with_trailing_noise(trimmed(speak(h, v, 165, 50)), 0.3, trailing)).text) for h, v in heads]
+        [
+            (h, qwen.transcribe(with_trailing_noise(trimmed(speak(h, v, 165, 50)), 0.3, trailing)).text)
+            for h, v in before_pause
+        ]
     )
     print(
         f"held-out WER (offline): {heldout_wer:.3f}; with 0-2.5 s of trailing noise {trailing_wer:.3f}; "
