@@ -174,14 +174,14 @@ def demo_main(args: argparse.Namespace) -> dict[str, Any]:
 def shape_main(args: argparse.Namespace) -> dict[str, Any]:
     """Home Assistant's 0.7 s on the 0.6B shape: today's behaviour against the early final pass, alternating."""
     from .compute import speech
-    from .latency_shape import model_folder
+    from .latency_shape import PRECISIONS, model_folder
 
     folder = model_folder()
     window = CATALOGUE[DEFAULT_MODEL].encoder_window_seconds
     audio = speech(3.0)
     rows = []
     for precision in args.precisions:
-        quantize = ["--quantize", "int8"] if precision == "int8" else []
+        quantize = PRECISIONS[precision]
         servers: dict[str, ServerProcess] = {}
         try:
             for label, flags in (("today", ["--no-speculate"]), ("early final pass", [])):

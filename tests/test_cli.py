@@ -96,7 +96,7 @@ def test_zeroconf_from_the_environment_is_a_switch_or_a_name(text: str, expected
     ("variable", "text", "message"),
     [
         ("WYOMING_QWEN3_DTYPE", "fp16", "choose from auto, float32, bfloat16, float16"),
-        ("WYOMING_QWEN3_QUANTIZE", "int4", "choose from none, int8"),
+        ("WYOMING_QWEN3_QUANTIZE", "int4", "choose from auto, none, int8"),
         ("WYOMING_QWEN3_BACKEND", "MLX", "choose from auto, simulkv, mlx"),
         ("WYOMING_QWEN3_THREADS", "many", "not a valid int"),
         ("WYOMING_QWEN3_DEBUG", "maybe", "use one of"),
@@ -238,3 +238,43 @@ def test_a_folder_in_the_original_layout_is_refused_with_what_to_download(tmp_pa
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("wyoming-qwen3: error")]
     assert "original (qwen-asr) layout" in line and "Qwen/Qwen3-ASR-0.6B-hf" in line
     assert "Traceback" not in result.stderr
+
+
+def ready_log(*args: str) -> str:
+    """The server's log from start to "Ready", started as the README says (script/run)."""
+    from tools.server_process import free_port
+
+    command = [str(ROOT / "script" / "run"), "--uri", f"tcp://127.0.0.1:{free_port()}", *args]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert process.stderr is not None
+    lines: list[str] = []
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if "Ready" in line:
+                break
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return "".join(lines)
+
+
+def test_a_cpu_gets_int8_by_default_and_float32_when_asked() -> None:
+    assert "on cpu (int8 decoder, float32 encoder)" in ready_log("--model", "demo")
+    assert "on cpu (float32)" in ready_log("--model", "demo", "--quantize", "none")
+
+
+def test_auto_quantize_is_int8_only_on_a_cpu_in_float32() -> None:
+    import torch
+
+    from wyoming_qwen3.model.qwen import select_quantize
+
+    cpu, cuda, mps = torch.device("cpu"), torch.device("cuda"), torch.device("mps")
+    assert select_quantize(cpu, torch.float32) == "int8"
+    assert select_quantize(cpu, torch.float32, "none") == "none"
+    assert select_quantize(cpu, torch.bfloat16) == "none"  # --dtype bfloat16 on a CPU: no int8 kernels for it
+    assert select_quantize(cuda, torch.bfloat16) == "none"
+    assert select_quantize(cuda, torch.float32) == "none"
+    assert select_quantize(mps, torch.float32) == "none"
+    with pytest.raises(ValueError, match="for the CPU in float32"):
+        select_quantize(cuda, torch.float16, "int8")

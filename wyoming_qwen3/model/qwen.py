@@ -89,6 +89,21 @@ def select_dtype(device: torch.device, requested: str = "auto") -> torch.dtype:
     return torch.float32
 
 
+def select_quantize(device: torch.device, dtype: torch.dtype, requested: str = "auto") -> str:
+    """``auto`` is int8 on a CPU in float32, else none; an explicit int8 is refused elsewhere.
+
+    On 2 CPU cores the 0.6B shape keeps up with speech only in int8: with the
+    early final pass, its transcript came 1 ms after ``audio-stop`` in int8 against
+    2.4 s in float32 (docs/performance.md). CUDA and MPS have no dynamic int8 kernels.
+    """
+    on_cpu_float32 = device.type == "cpu" and dtype == torch.float32
+    if requested == "auto":
+        return "int8" if on_cpu_float32 else "none"
+    if requested == "int8" and not on_cpu_float32:
+        raise ValueError("int8 weights are for the CPU in float32 (--device cpu --dtype auto)")
+    return requested
+
+
 def quantize_int8(model: Any) -> None:
     """Replace the decoder's Linear layers (and its output projection) with torch's dynamic int8 ones, in place.
 
@@ -204,7 +219,7 @@ class QwenAsrModel:
         dtype: str = "auto",
         quantize: str = "none",
     ) -> QwenAsrModel:
-        """Load a model folder onto a device, in ``dtype`` (see select_dtype), ``quantize``d (see quantize_int8).
+        """Load a model folder onto a device, in ``dtype`` (see select_dtype), ``quantize``d (see select_quantize).
 
         Raises OriginalLayoutError for a folder transformers cannot load (see check_layout).
         """
@@ -215,14 +230,14 @@ class QwenAsrModel:
         transformers_logging.disable_progress_bar()  # one log line per load, not a bar per weight file
         torch_device = select_device(device)
         torch_dtype = select_dtype(torch_device, dtype)
-        _LOGGER.info("Loading %s on %s (%s)", path, torch_device, torch_dtype)
+        quantize = select_quantize(torch_device, torch_dtype, quantize)
+        weights = "int8 decoder, float32 encoder" if quantize == "int8" else str(torch_dtype).removeprefix("torch.")
+        _LOGGER.info("Loading %s on %s (%s)", path, torch_device, weights)
         model: Any = Qwen3ASRForConditionalGeneration.from_pretrained(
             str(path), dtype=torch_dtype, attn_implementation="sdpa"
         )
         model.to(torch_device).eval()
         if quantize == "int8":
-            if torch_device.type != "cpu" or torch_dtype != torch.float32:
-                raise ValueError("int8 weights are for the CPU in float32 (--device cpu --dtype auto)")
             quantize_int8(model)
         processor = Qwen3ASRProcessor.from_pretrained(str(path))
         return cls(model, processor, torch_device, window_seconds)
