@@ -1,22 +1,29 @@
 """The ways users install: the Docker image's defaults, the compose file, and the Home Assistant add-on.
 
-No container engine is needed here: the files are read, the add-on's run script is run against a
+No container engine is needed here: the files are read, the add-on's files are checked with the
+Home Assistant Supervisor's own schemas (tools/supervisor_schema.py), its run script is run against a
 stand-in for bashio, and every command they make is parsed by the server's own command line.
 script/image-check builds and runs the images where podman or docker exists.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 import shlex
 import subprocess
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+import voluptuous as vol
 import yaml
 
+import wyoming_qwen3
+from tools import supervisor_schema
 from wyoming_qwen3.model.catalogue import CATALOGUE
 from wyoming_qwen3.model.languages import LANGUAGE_NAMES
 from wyoming_qwen3.server.cli import parse_args
@@ -25,19 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ADDON = ROOT / "addon"
 RUN_SCRIPT = ADDON / "rootfs" / "etc" / "s6-overlay" / "s6-rc.d" / "wyoming-qwen3" / "run"
 
-#: bashio's functions the run script uses, reading the add-on's options from a JSON file, as bashio
-#: reads /data/options.json (bashio::config prints a value, "null" for none; .true and .has_value test).
-FAKE_BASHIO = r"""
-bashio::config() {
-    python3 - "$OPTIONS" "$1" <<'READ'
-import json, sys
-value = json.load(open(sys.argv[1])).get(sys.argv[2])
-print("null" if value is None else str(value).lower() if isinstance(value, bool) else value)
-READ
-}
-bashio::config.true() { [ "$(bashio::config "$1")" = "true" ]; }
-bashio::config.has_value() { local v; v="$(bashio::config "$1")"; [ -n "$v" ] && [ "$v" != "null" ]; }
-"""
+BASHIO = ROOT / "tools" / "standins" / "bashio" / "bashio"
 
 
 def dockerfile(path: Path = ROOT / "Dockerfile") -> str:
@@ -118,7 +113,7 @@ def test_the_addons_options_and_schema_agree() -> None:
     listed = choices["language"].group(1).split("|")
     assert listed == ["auto", *sorted(LANGUAGE_NAMES)], "the language table, in full"
     assert set(choices["model"].group(1).split("|")) <= {m.name for m in CATALOGUE.values() if "simulkv" in m.backends}
-    assert options["quantize"] == "int8"  # Home Assistant OS: no GPU, so int8 is what keeps up
+    assert options["quantize"] == "auto"  # Home Assistant OS: no GPU, so auto is int8, what keeps up
     assert config["discovery"] == ["wyoming"] and config["ports"] == {"10300/tcp": None}
     assert set(config["arch"]) == {"amd64", "aarch64"}
     translations = yaml.safe_load((ADDON / "translations" / "en.yaml").read_text(encoding="utf-8"))
@@ -126,19 +121,20 @@ def test_the_addons_options_and_schema_agree() -> None:
 
 
 def run_script(options: dict[str, object], tmp_path: Path) -> list[str]:
-    """The add-on's run script against the stand-in bashio: the arguments it starts the server with."""
+    """The add-on's run script under the stand-in bashio: the arguments it starts the server with."""
     (tmp_path / "options.json").write_text(json.dumps(options))
     (tmp_path / "bin").mkdir(exist_ok=True)
     server = tmp_path / "bin" / "wyoming-qwen3"
     server.write_text("#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
     server.chmod(0o755)
-    script = FAKE_BASHIO + RUN_SCRIPT.read_text(encoding="utf-8").split("\n", 1)[1]
     environment = {
         **os.environ,
-        "OPTIONS": str(tmp_path / "options.json"),
+        "BASHIO_OPTIONS": str(tmp_path / "options.json"),
         "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
     }
-    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=environment, timeout=60)
+    result = subprocess.run(
+        [str(BASHIO), str(RUN_SCRIPT)], capture_output=True, text=True, env=environment, timeout=60
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -147,7 +143,7 @@ def test_each_addon_option_reaches_the_server_as_its_flag(tmp_path: Path) -> Non
     config = yaml.safe_load((ADDON / "config.yaml").read_text(encoding="utf-8"))
     defaults = parse_args(run_script(config["options"], tmp_path), {})
     assert defaults.uri == "tcp://0.0.0.0:10300" and defaults.data_dir == [Path("/data")]
-    assert defaults.model == "Qwen/Qwen3-ASR-0.6B" and defaults.quantize == "int8" and defaults.language == "auto"
+    assert defaults.model == "Qwen/Qwen3-ASR-0.6B" and defaults.quantize == "auto" and defaults.language == "auto"
     assert defaults.context == "" and not defaults.endpointing and not defaults.debug
     changed = {
         "model": "Qwen/Qwen3-ASR-1.7B",
@@ -160,3 +156,80 @@ def test_each_addon_option_reaches_the_server_as_its_flag(tmp_path: Path) -> Non
     args = parse_args(run_script(changed, tmp_path), {})
     assert (args.model, args.language, args.quantize) == ("Qwen/Qwen3-ASR-1.7B", "de", "none")
     assert args.context == "Küche, Wohnzimmer" and args.endpointing and args.debug
+
+
+# -- the add-on as the Supervisor reads and builds it --------------------------------------------------------
+
+
+def addon_yaml(name: str) -> dict[str, Any]:
+    return yaml.safe_load((ADDON / name).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def supervisor() -> supervisor_schema.SupervisorSchemas:
+    return supervisor_schema.load()
+
+
+def test_the_supervisor_accepts_the_addon_and_ignores_none_of_its_keys(supervisor) -> None:
+    config = addon_yaml("config.yaml")
+    validated = supervisor.config(config)
+    assert supervisor_schema.unknown_keys(config, validated) == []
+    assert "image" not in config, "with image set the Supervisor pulls it instead of building; none is published"
+    build = addon_yaml("build.yaml")
+    assert supervisor_schema.unknown_keys(build, supervisor.build(build)) == []
+    assert set(build["build_from"]) == set(config["arch"])
+    translations = addon_yaml("translations/en.yaml")
+    assert supervisor_schema.unknown_keys(translations, supervisor.translations(translations)) == []
+    repository = yaml.safe_load((ROOT / "repository.yaml").read_text(encoding="utf-8"))
+    assert supervisor_schema.unknown_keys(repository, supervisor.repository(repository)) == []
+    # The defaults are options the Supervisor accepts, written to /data/options.json as they are.
+    assert supervisor.check_options(config, config["options"]) == config["options"]
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda c: c["schema"].update(quantize="lst(auto|none|int8)"), "a schema element it cannot read"),
+        (lambda c: c.update(arch=["amd64", "x86"]), "an arch it does not know"),
+        (lambda c: c.update(slug="Wyoming Qwen3"), "a slug with capitals and a space"),
+        (lambda c: c.update(startup="whenever"), "a startup stage it does not know"),
+    ],
+)
+def test_a_config_the_supervisor_rejects_fails(supervisor, change, where: str) -> None:
+    config = copy.deepcopy(addon_yaml("config.yaml"))
+    change(config)
+    with pytest.raises(vol.Invalid):  # where: for the test's id
+        supervisor.config(config)
+
+
+def test_a_key_the_supervisor_ignores_or_an_option_it_rejects_is_caught(supervisor) -> None:
+    config = copy.deepcopy(addon_yaml("config.yaml"))
+    config["discovry"] = ["wyoming"]  # misspelled: the Supervisor drops it, and nothing is discovered
+    assert supervisor_schema.unknown_keys(config, supervisor.config(config)) == ["discovry"]
+    with pytest.raises(vol.Invalid):
+        supervisor.check_options(config, {**config["options"], "quantize": "int4"})
+    with pytest.raises(vol.Invalid):
+        supervisor.build({"build_from": {"amd64": "not an image!"}})
+
+
+def test_the_addon_folder_is_a_whole_build_context() -> None:
+    """The Supervisor builds with addon/ as the context: every COPY is inside it, and it holds the
+    package's wheel of the add-on's version (script/addon-package) and the lock it was tested with."""
+    text = dockerfile(ADDON / "Dockerfile")
+    sources = [line.split()[1:-1] for line in text.splitlines() if line.startswith("COPY ")]
+    for source in (name for group in sources for name in group):
+        assert not source.startswith(("..", "/")) and (ADDON / source).exists(), source
+    version = addon_yaml("config.yaml")["version"]
+    assert version == wyoming_qwen3.__version__, "set the version in both, then run script/addon-package"
+    wheel = ADDON / "wheels" / f"wyoming_qwen3-{version}-py3-none-any.whl"
+    assert wheel.is_file(), "run script/addon-package"
+    assert "wheels/wyoming_qwen3-${BUILD_VERSION}-py3-none-any.whl" in text  # the version pinned by config.yaml
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = archive.read(f"wyoming_qwen3-{version}.dist-info/METADATA").decode()
+        entry_points = archive.read(f"wyoming_qwen3-{version}.dist-info/entry_points.txt").decode()
+    assert f"Version: {version}" in metadata and "wyoming-qwen3 = wyoming_qwen3.__main__:run" in entry_points
+    assert {"wyoming_qwen3/__main__.py", "wyoming_qwen3/model/demo/model.safetensors"} <= names
+    assert (ADDON / "requirements.lock").read_text() == (ROOT / "requirements.lock").read_text(), (
+        "run script/addon-package"
+    )

@@ -4,12 +4,16 @@ With podman (or docker): builds the CPU image, measures its size, the build time
 and the rebuild after a change to the code only (the dependency layer cached),
 runs it and checks the health check, ``describe``, a transcript with the demo
 model, an override from the environment, the non-root data folder, and the
-zeroconf announcement withdrawn on stop. The add-on's image is built too and its
-run script started with a stand-in for bashio. All traffic stays on loopback
-and in two network namespaces made here.
+zeroconf announcement withdrawn on stop. The add-on is built as the Supervisor
+builds it (addon/ alone as the context, BUILD_FROM from build.yaml, BUILD_VERSION
+from config.yaml) and run with its options in /data/options.json, as the
+Supervisor writes them. All traffic stays on loopback and in two network
+namespaces made here.
 
 Where no image registry is reachable, a local Debian 12 root (debootstrap, with
-Debian's Python 3.11) stands in for the base images: pass ``--base-root DIR``.
+Debian's Python 3.11) stands in for the base images: pass ``--base-root DIR``. The
+add-on's base then gets stand-ins for the bashio and s6 with-contenv that Home
+Assistant's base images carry (tools/standins/bashio/).
 
     python -m tools.image_check [--engine podman] [--base-root DIR] [--torch-wheel WHEEL] [--gpu]
         [--build-host NAME:IP ...] [--build-volume SRC:DST ...]
@@ -32,6 +36,9 @@ import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from tools import supervisor_schema
 from tools.client import describe, stream
 from tools.netns import NamespacesUnavailable, stand_in_lan
 from tools.server_process import free_port
@@ -40,7 +47,9 @@ from tools.speech import as_speech, pcm16, speak
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "local" / "image-check"
 PYTHON_BASE = "python:3.11-slim-bookworm"
-ADDON_BASE = "ghcr.io/home-assistant/amd64-base-debian:bookworm"
+#: What Home Assistant's base images carry that a plain Debian root lacks (tools/standins/bashio/).
+ADDON_BASE_EXTRAS = {"bashio": "/usr/bin/bashio", "with-contenv": "/command/with-contenv"}
+RUN_SCRIPT = "/etc/s6-overlay/s6-rc.d/wyoming-qwen3/run"
 COMMAND = "turn on the kitchen lights"
 #: runc, with the container's RLIMIT_NPROC taken out of its spec (see Engine.allow_process_limit).
 RUNTIME_WITHOUT_NPROC = """#!{python}
@@ -138,25 +147,29 @@ class Engine:
         return round(int(self.run("image", "inspect", "--format", "{{.Size}}", tag)) / 1e6)
 
 
-def stand_in_base(engine: Engine, root: Path, tags: list[str]) -> None:
-    """A local Debian root imported as the base images the Dockerfiles name."""
-    missing = [tag for tag in tags if not engine.has_image(tag)]
-    if not missing:
-        return
-    (root / "usr/lib/python3.11/EXTERNALLY-MANAGED").unlink(missing_ok=True)  # as the python image: pip may install
-    archive = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-    result = subprocess.run(
-        [engine.name, "import", "--change", "CMD /bin/bash", "-", missing[0]],
-        stdin=archive.stdout,
-        env=engine.environment,
-        capture_output=True,
-        text=True,
-    )
-    archive.wait()
-    if result.returncode != 0:
-        raise RuntimeError(f"import failed: {result.stderr}")
-    for tag in missing[1:]:
-        engine.run("tag", missing[0], tag)
+def stand_in_base(engine: Engine, root: Path, python_base: str, addon_base: str) -> None:
+    """A local Debian root imported as the base images the Dockerfiles name; the add-on's base gets the
+    stand-ins for what Home Assistant's base images carry (bashio, s6's with-contenv)."""
+    if not engine.has_image(python_base):
+        (root / "usr/lib/python3.11/EXTERNALLY-MANAGED").unlink(missing_ok=True)  # as the python image: pip may
+        archive = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        result = subprocess.run(
+            [engine.name, "import", "--change", "CMD /bin/bash", "-", python_base],
+            stdin=archive.stdout,
+            env=engine.environment,
+            capture_output=True,
+            text=True,
+        )
+        archive.wait()
+        if result.returncode != 0:
+            raise RuntimeError(f"import failed: {result.stderr}")
+    if not engine.has_image(addon_base):
+        context = WORK / "addon-base"
+        shutil.rmtree(context, ignore_errors=True)
+        shutil.copytree(ROOT / "tools" / "standins" / "bashio", context)
+        copies = "".join(f"COPY {name} {target}\n" for name, target in ADDON_BASE_EXTRAS.items())
+        (context / "Dockerfile").write_text(f"FROM {python_base}\n{copies}")
+        engine.build(addon_base, context / "Dockerfile", context)
 
 
 def context_copy(destination: Path) -> Path:
@@ -264,31 +277,59 @@ def check_zeroconf(engine: Engine, report: Report, tag: str) -> None:
         engine.run("rm", "-f", name, check=False)
 
 
-def check_addon(engine: Engine, report: Report, context: Path) -> None:
-    """The add-on's image, its run script started with a stand-in bashio (no s6 and no Supervisor here)."""
+def addon_context(destination: Path) -> Path:
+    """addon/ alone, copied to an empty folder: the context the Supervisor builds the add-on in."""
+    shutil.rmtree(destination, ignore_errors=True)
+    shutil.copytree(ROOT / "addon", destination)
+    return destination
+
+
+def check_addon(engine: Engine, report: Report) -> None:
+    """The add-on built as the Supervisor builds it, run with its options in /data/options.json.
+
+    The Supervisor builds with the add-on's folder as the context, BUILD_FROM from build.yaml and
+    BUILD_VERSION from config.yaml, and writes the options it validated to /data/options.json; the
+    run script (the real one, started through its own shebang) reads them through bashio.
+    """
+    config = yaml.safe_load((ROOT / "addon" / "config.yaml").read_text(encoding="utf-8"))
+    build = yaml.safe_load((ROOT / "addon" / "build.yaml").read_text(encoding="utf-8"))
+    context = addon_context(WORK / "addon-context")
     tag = "wyoming-qwen3-addon:check"
     report.figures["addon_build_seconds"] = engine.build(
-        tag, context / "addon" / "Dockerfile", context, f"BUILD_FROM={ADDON_BASE}"
+        tag,
+        context / "Dockerfile",
+        context,
+        f"BUILD_FROM={build['build_from']['amd64']}",
+        f"BUILD_VERSION={config['version']}",
+        "BUILD_ARCH=amd64",
     )
     report.figures["addon_image_mb"] = engine.size_mb(tag)
+    # The options as the Supervisor writes them: the user's changes over the defaults, validated.
+    chosen = {**config["options"], "model": "demo", "language": "en", "debug_logging": True}
+    options = supervisor_schema.load().check_options(config, chosen)
+    data = WORK / "addon-data"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    (data / "options.json").write_text(json.dumps(options))
     port = free_port()
-    options = json.dumps({"model": "demo", "language": "en", "quantize": "int8", "endpointing": False})
-    bashio = (
-        "bashio::config() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]).get(sys.argv[2]); "
-        'print("null" if v is None else str(v).lower() if isinstance(v, bool) else v)\' "$OPTIONS" "$1"; }; '
-        'bashio::config.true() { [ "$(bashio::config "$1")" = "true" ]; }; '
-        'bashio::config.has_value() { v="$(bashio::config "$1")"; [ -n "$v" ] && [ "$v" != null ]; }; '
-        "source <(tail -n +2 /etc/s6-overlay/s6-rc.d/wyoming-qwen3/run)"
-    )
     name = f"wq3-addon-{uuid.uuid4().hex[:6]}"
     engine.run(
-        "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:10300", "-e", f"OPTIONS={options}",
-        "--entrypoint", "bash", tag, "-c", bashio,
+        "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:10300", "-v", f"{data}:/data",
+        "--entrypoint", RUN_SCRIPT, tag,
     )  # fmt: skip
     try:
         report.figures["addon_ready_seconds"] = wait_ready(engine, name)
+        logs = engine.call("logs", name)
+        log = logs.stdout + logs.stderr
         text = transcript(port)
-        report.check("the add-on's run script serves its options (demo, int8)", text == COMMAND, text)
+        report.check("the add-on serves a transcript with the options in /data/options.json", text == COMMAND, text)
+        report.check(
+            "its options reach the server (demo, auto = int8 on the CPU, debug logging)",
+            "demo" in log and "int8 decoder" in log and "DEBUG" in log,
+            next((line for line in log.splitlines() if "Loading" in line), "no 'Loading' line"),
+        )
+        health = engine.call("healthcheck", "run", name).returncode
+        report.check("the add-on's health check", health == 0)
     finally:
         engine.run("rm", "-f", name, check=False)
 
@@ -320,7 +361,8 @@ def main() -> int:
     engine = Engine(name, options)
     report = Report()
     if args.base_root is not None:
-        stand_in_base(engine, args.base_root, [PYTHON_BASE, ADDON_BASE])
+        build = yaml.safe_load((ROOT / "addon" / "build.yaml").read_text(encoding="utf-8"))
+        stand_in_base(engine, args.base_root, PYTHON_BASE, build["build_from"]["amd64"])
     if name == "podman":
         engine.allow_process_limit(PYTHON_BASE)
     tag = "wyoming-qwen3:check"
@@ -339,7 +381,7 @@ def main() -> int:
     report.check("a code-only change rebuilds in under 30 s", report.figures["code_change_rebuild_seconds"] < 30)
     check_cpu_image(engine, report, tag)
     check_zeroconf(engine, report, tag)
-    check_addon(engine, report, context)
+    check_addon(engine, report)
     if args.gpu:
         gpu = [option for option in options if "TORCH_INDEX" not in option]
         report.figures["gpu_build_seconds"] = Engine(name, gpu).build(

@@ -1,0 +1,1 @@
+"""Supervisor app store (empty here: the real one loads the store manager)."""

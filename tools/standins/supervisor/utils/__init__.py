@@ -1,0 +1,1 @@
+"""Supervisor utils (empty here: the real one loads the runtime helpers)."""
