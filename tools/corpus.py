@@ -183,8 +183,8 @@ class Speech:
 
         A speaker who pauses to think ("set a timer for" ...) is heard, for a while, saying just
         that. Trained without it, the demo model heard the head before the first slot of the 100
-        held-out commands (then 0.3 s of a room's noise) wrong 12 times (README, "The offline demo
-        model"): "set a timer for four", and "play" for "close the". None for a single word group.
+        held-out commands (then 0.3 s of a room's noise) wrong 12 times (docs/demo-model.md):
+        "set a timer for four", and "play" for "close the". None for a single word group.
         """
         if len(self.word_starts) < 2:
             return None

@@ -19,7 +19,7 @@ _LOGGER = logging.getLogger(__name__)
 DEFAULT_MODEL = "Qwen/Qwen3-ASR-0.6B"
 #: The real models stream with 2 s encoder windows rather than their own 8 s: Qwen3-ASR's encoder
 #: was trained with dynamic windows for streaming (technical report, arXiv 2601.21337), and a step
-#: then encodes and prefills at most 2 s of open window instead of 8 (README, "Compute").
+#: then encodes and prefills at most 2 s of open window instead of 8 (docs/performance.md, "Compute").
 #: The demo model keeps its own: it was trained on whole commands.
 STREAMING_ENCODER_WINDOW = 2.0
 

@@ -153,7 +153,7 @@ class QwenAsrModel:
     long-form audio" (Qwen3-ASR technical report, arXiv 2601.21337), so any
     whole number of its 1 s convolution chunks up to ``n_window_infer`` is a
     window the model knows. Streaming pays for the open window at every step,
-    so a shorter one makes steps cheaper (README, "Performance").
+    so a shorter one makes steps cheaper (docs/performance.md).
     """
 
     def __init__(self, model: Any, processor: Any, device: torch.device, window_seconds: float | None = None) -> None:

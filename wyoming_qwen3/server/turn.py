@@ -39,7 +39,7 @@ class TurnSettings:
     #: Run the final pass while the client streams the trailing silence.
     speculate: bool = True
     #: Silence after the last speech (as the VAD hears it) the model hears; the rest is held back unless
-    #: speech resumes. Silero's end of speech comes 73-99 ms after the real one at the median (README).
+    #: speech resumes. Silero's end of speech comes 73-99 ms after the real one at the median (docs/design.md).
     kept_silence_seconds: float = 0.3
     #: End the turn here, before audio-stop (info then says requires_external_vad: false).
     endpointing: bool = False
