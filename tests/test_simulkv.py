@@ -536,3 +536,52 @@ def test_a_speculation_is_the_final_pass_on_the_same_audio(tiny: QwenAsrModel) -
     speculation = s.speculate()
     final = s.finish()
     assert speculation.text == sent + final.text and speculation.language == final.language
+
+
+class FailingLayer:
+    """Makes one decoder layer raise (as out of memory would) on its ``nth`` call once armed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, layer: torch.nn.Module, nth: int) -> None:
+        self.calls, self.nth, self.armed, self.raised = 0, nth, False, 0
+        forward = layer.forward
+
+        def failing(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            if self.armed:
+                self.calls += 1
+                if self.calls == self.nth:
+                    self.raised += 1
+                    raise torch.OutOfMemoryError("injected: out of memory in a middle decoder layer")
+            return forward(*args, **kwargs)
+
+        monkeypatch.setattr(layer, "forward", failing)
+
+
+@pytest.mark.parametrize("nth", [1, 3], ids=["in the prefill", "while decoding"])
+def test_an_early_final_pass_that_fails_in_a_middle_layer_leaves_the_session_as_it_was(tiny, monkeypatch, nth) -> None:
+    """The layers before the failing one have cached the pass's new positions, the later ones have not: the
+    session must still stream and finish exactly as one that never tried."""
+    layers = tiny.decoder.layers
+    failing = FailingLayer(monkeypatch, layers[len(layers) // 2], nth)
+    assert 0 < len(layers) // 2 < len(layers) - 1 or len(layers) == 2
+    audio = noise(6.0, seed=4)
+    plain, speculating = session(tiny, EMIT_ALL), session(tiny, EMIT_ALL)
+    streamed: dict[str, list[str]] = {"plain": [], "speculating": []}
+    for start in range(0, audio.shape[0], 4000):
+        chunk = audio[start : start + 4000]
+        streamed["plain"].append(plain.feed(chunk))
+        streamed["speculating"].append(speculating.feed(chunk))
+        if start in (12000, 36000):  # a pause, then speech resumes
+            failing.armed, failing.calls = True, 0
+            with pytest.raises(torch.OutOfMemoryError):
+                speculating.speculate(noise(0.3, seed=start))
+            failing.armed = False
+    assert failing.raised == 2
+    assert streamed["plain"] == streamed["speculating"]
+    lengths = {layer.get_seq_length() for layer in speculating._cache.layers}
+    assert len(lengths) == 1, f"the layers' caches differ in length: {lengths}"
+    assert torch.equal(plain.prefill().logits, speculating.prefill().logits)
+    failing.armed, failing.calls = True, 0  # and once more at the end: the final pass at audio-stop runs after it
+    with pytest.raises(torch.OutOfMemoryError):
+        speculating.speculate()
+    failing.armed = False
+    assert plain.finish() == speculating.finish()

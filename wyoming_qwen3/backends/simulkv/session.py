@@ -175,12 +175,18 @@ class SimulKvSession(StreamingSession):
         return cache
 
     def _crop(self, audio_tokens: int) -> None:
-        """Keep the KV of the prompt prefix and of the first ``audio_tokens`` audio tokens (at most what is cached)."""
+        """Keep the KV of the prompt prefix and of the first ``audio_tokens`` audio tokens (at most what is cached).
+
+        Each layer is cropped to that length by its own count (crop() to a length is deprecated in
+        transformers 5): a forward that failed part-way (out of memory in a middle layer) leaves the
+        layers at different lengths, and one count for all cut the later layers short.
+        """
         keep = min(audio_tokens, self._cached_audio_tokens)
-        # Positions past the kept ones are removed by count: crop() to a length is deprecated in transformers 5.
-        excess = self._cache.get_seq_length() - (self._prefix_len + keep)
-        if excess > 0:
-            self._cache.crop(-excess)
+        length = self._prefix_len + keep
+        for layer in self._cache.layers:
+            excess = layer.get_seq_length() - length
+            if excess > 0:
+                layer.crop(-excess)
         self._cached_audio_tokens = keep
 
     # -- streaming ------------------------------------------------------------
