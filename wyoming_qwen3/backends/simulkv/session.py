@@ -22,6 +22,7 @@ from enum import Enum
 import numpy as np
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from ...model.format import (
     ASR_TEXT_TAG,
@@ -183,7 +184,8 @@ class SimulKvSession(StreamingSession):
         """
         keep = min(audio_tokens, self._cached_audio_tokens)
         length = self._prefix_len + keep
-        for layer in self._cache.layers:
+        layers: list[DynamicLayer] = self._cache.layers  # type: ignore[assignment]  # Qwen3's: full attention
+        for layer in layers:
             excess = layer.get_seq_length() - length
             if excess > 0:
                 layer.crop(-excess)
