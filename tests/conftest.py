@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from wyoming.server import AsyncTcpServer
 
 from tools.client import Reply, stream
+from tools.in_process import serving
 from tools.netns import Lan, NamespacesUnavailable, ip, stand_in_lan
 from tools.random_model import build_random_model
-from tools.server_process import ServerProcess, free_port, start_server
+from tools.server_process import ServerProcess, start_server
 from tools.speech import Speech, require_tools, speak_pcm
-from wyoming_qwen3.backends.base import Backend
-from wyoming_qwen3.model.catalogue import ResolvedModel
-from wyoming_qwen3.server.handler import HandlerConfig, Qwen3EventHandler
-from wyoming_qwen3.server.info import build_info
 
-__all__ = ["Lan", "ServerProcess", "ip", "run", "start_server", "transcribe"]
+__all__ = ["Lan", "ServerProcess", "ip", "run", "serving", "start_server", "transcribe"]
 
 SCRIPT_TEXT = "turn on the lights"
 #: The stand-in LAN's hosts.
@@ -104,21 +99,6 @@ def transcribe(
     """One utterance to a test server in ``chunk_seconds`` chunks, ``pace`` seconds apart (default: at once)."""
     speed = chunk_seconds / pace if pace else None
     return stream(server.host, server.port, speech, chunk_seconds=chunk_seconds, speed=speed, **options)
-
-
-@contextlib.asynccontextmanager
-async def serving(backend: Backend, config: HandlerConfig | None = None) -> AsyncIterator[int]:
-    """The real handler serving ``backend`` in this process on a loopback port (yielded), for stand-in backends."""
-    model = ResolvedModel(backend.name, Path("."), backend.name, "https://example.invalid")
-    info = build_info(model, backend.name, backend.supported_languages)
-    port = free_port()
-    server = AsyncTcpServer("127.0.0.1", port)
-    settings = config or HandlerConfig()
-    await server.start(lambda *a: Qwen3EventHandler(*a, info=info, backend=backend, config=settings))
-    try:
-        yield port
-    finally:
-        await server.stop()
 
 
 def run(coroutine):  # noqa: ANN001, ANN201 - a tiny helper for sync tests

@@ -10,16 +10,11 @@ import numpy as np
 import pytest
 
 from tools.client import assert_streaming_order
+from tools.in_process import demo_backend
 from tools.speech import as_speech, speak
 from tools.wer import word_errors
 from wyoming_qwen3.backends.base import SessionOptions
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
-from wyoming_qwen3.backends.simulkv.settings import (
-    ALIGNMENT_HEADS_FILE,
-    AlignmentHeads,
-    AlignmentPolicy,
-    SimulKvSettings,
-)
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
@@ -63,13 +58,6 @@ def test_heldout_commands_stream_through_the_server_as_offline(demo_server, held
         e, n = word_errors(text, streamed.lower())
         errors, words = errors + e, words + n
     assert errors / words < 0.10
-
-
-def demo_backend() -> SimulKvBackend:
-    """The demo model with its heads file's policy, in process, as the server runs it."""
-    heads = AlignmentHeads.load(DEMO.path / ALIGNMENT_HEADS_FILE)
-    settings = SimulKvSettings(policy=AlignmentPolicy.for_model(heads))
-    return SimulKvBackend(QwenAsrModel.load(DEMO.path, "cpu"), heads, settings)
 
 
 def stream_in_halves(backend: SimulKvBackend, samples: np.ndarray) -> tuple[list[str], list[str]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tools.speech import to_16khz
+from tools.speech import to_16khz, trimmed
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 AREAS = [
@@ -359,6 +359,21 @@ def with_trailing_noise(
     """The audio, then ``seconds`` of a room's noise: what a satellite streams after a command."""
     noise = rng.normal(0, 10 ** (dbfs / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
     return np.concatenate([audio, noise])
+
+
+def with_soft_last_word(speech: Speech, pause_seconds: float, softer_db: float, seed: int) -> tuple[np.ndarray, int]:
+    """The command, a pause of a room's noise, then its last word group ``softer_db`` softer, over the room;
+    and the sample where that word group starts.
+
+    A speaker who turns away, or thinks, before the last word ("switch on the speaker in the" ... "hall").
+    espeak-ng's own silence is trimmed from both parts, so the pause is the one asked for.
+    """
+    at = int(speech.word_starts[-1][1] * SAMPLE_RATE)
+    head, tail = trimmed(speech.audio[:at]), trimmed(speech.audio[at:]) * 10 ** (-softer_db / 20)
+    rng = np.random.default_rng(seed)
+    room = rng.normal(0, 10 ** (ROOM_DBFS / 20), int(pause_seconds * SAMPLE_RATE) + tail.shape[0])
+    gap = int(pause_seconds * SAMPLE_RATE)
+    return np.concatenate([head, room[:gap], tail + room[gap:]]).astype(np.float32), head.shape[0] + gap
 
 
 def split_before_first_slot(text: str) -> tuple[str, str] | None:

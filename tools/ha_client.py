@@ -152,13 +152,15 @@ async def command(
     fixed_stop: bool = False,
     language: str = "en",
     seed: int = 0,
+    trim: bool = True,
 ) -> Turn:
     """Stream one command in real time, as a satellite through Home Assistant does.
 
     ``silence_seconds``: Home Assistant's VAD setting, which decides audio-stop (None: the
     server ends the turn; no audio-stop is sent within ``SERVER_WAIT_SECONDS``). With
     ``fixed_stop``, audio-stop comes exactly ``silence_seconds`` after the speech instead
-    (no VAD lag: a repeatable bound for tests).
+    (no VAD lag: a repeatable bound for tests). ``trim`` cuts espeak-ng's own silence from
+    both ends; audio that ends in a soft word (under 0.02 of full scale) is given as it is.
     """
     if silence_seconds is None:
         trail = SERVER_WAIT_SECONDS
@@ -167,7 +169,7 @@ async def command(
     else:
         trail = 16.0  # until the segmenter ends the command (it times out at 15 s)
     # The room's noise, not espeak-ng's digital silence, around the words; and the end of speech is the last word's.
-    speech = trimmed(speech)
+    speech = trimmed(speech) if trim else speech
     audio = np.concatenate([room_noise(LEAD_SECONDS, seed + 1), speech, room_noise(trail, seed)])
     pcm = pcm16(audio)
     turn = Turn(speech_end_s=LEAD_SECONDS + speech.shape[0] / SAMPLE_RATE)

@@ -9,7 +9,9 @@ without decoding.
 
 The model hears the silence after speech only up to ``kept_silence_seconds``
 (``turn``); the rest is held back, and goes to the model only if speech
-resumes. Once the model has heard all it will, the final pass runs at once (a
+resumes, or if a looser test hears possible speech in it (``speech_activity``:
+a soft last word that Silero misses; then nothing more is held back until
+speech resumes). Once the model has heard all it will, the final pass runs at once (a
 speculation): it is the pass ``audio-stop`` would run, on the same audio, ready
 before it comes. Speech that resumes throws it away, and the steps go on with
 the held audio. The final transcript is sent once: at ``audio-stop``, when the
@@ -84,6 +86,8 @@ class Utterance:
         self._activity = activity
         #: Silence past ``kept_silence_seconds`` after the last speech: given to the model only if speech resumes.
         self._held: list[np.ndarray] = []
+        #: Whether such silence is held back: not after possible speech in a pause, until speech resumes.
+        self._holding = True
         #: The final pass started early on the audio so far, while it stands (speech has not resumed).
         self._speculation: asyncio.Future[Speculation | None] | None = None
         self._emission_log = emission_log
@@ -137,20 +141,35 @@ class Utterance:
 
     def _listen(self, samples: np.ndarray) -> None:
         """Buffer the samples for the model, or hold them back: silence past what the model hears of it."""
-        silent_long = self._activity.heard_speech and self._activity.silence_seconds >= self._turn.kept_silence_seconds
-        spoke = self._activity.add(samples)
+        activity = self._activity
+        silent_long = (
+            self._holding and activity.heard_speech and activity.silence_seconds >= self._turn.kept_silence_seconds
+        )
+        heard = activity.add(samples)
         self._speech_detected = self._speech_detected or loudest_frame_dbfs(samples) >= SPEECH_LEVEL_DBFS
-        if spoke:
+        # Possible speech in the pause (a soft last word Silero misses) goes to the model with the pause, and so
+        # does everything after it until Silero hears speech again: the final pass then hears what it would
+        # if nothing had been held back, however the stream ends.
+        if heard.speech or (silent_long and heard.possible_speech):
             if self._speculation is not None:
-                _LOGGER.debug("%s: speech resumed; the early final pass is thrown away", self._client)
+                _LOGGER.debug(
+                    "%s: %s; the early final pass is thrown away",
+                    self._client,
+                    "speech resumed" if heard.speech else "possible speech in the pause",
+                )
                 self._speculation.cancel()
                 self._speculation = None
+            self._holding = heard.speech
             self._pending += self._held  # the pause goes to the model after all, in order
             self._held.clear()
         elif silent_long:
             self._held.append(samples)
             return
         self._pending.append(samples)
+
+    @property
+    def _held_samples(self) -> int:
+        return sum(part.shape[0] for part in self._held)
 
     def _step_or_speculate(self) -> None:
         """Start a step on buffered audio; or, once the model has heard all it will of the silence, the final pass."""
@@ -229,7 +248,8 @@ class Utterance:
             _LOGGER.info("%s: no speech (no 10 ms frame above %.0f dBFS); not decoded", self._client, SPEECH_LEVEL_DBFS)
         pending = np.concatenate(self._pending) if self._pending else None
         self._pending.clear()
-        self._fed_samples = self._received_samples
+        # The held pause (silence or steady noise only: possible speech would have been fed) is not heard.
+        self._fed_samples = self._received_samples - self._held_samples
         try:
             if not self._speech_detected:
                 final: FinalDelta | None = FinalDelta(text="", language=self._options.language or "")
@@ -248,9 +268,10 @@ class Utterance:
         language = language_code(final.language) if final.language else None
         await self._send_text(final.text, language, final=True)
         _LOGGER.info(
-            "%s: transcript (%s, %.2f s): %s",
+            "%s: transcript (%s, %.2f s heard of %.2f s): %s",
             self._client,
             final.language or "?",
+            self._fed_samples / SAMPLE_RATE,
             self._received_samples / SAMPLE_RATE,
             self._sent,
         )
