@@ -101,6 +101,8 @@ def test_zeroconf_from_the_environment_is_a_switch_or_a_name(text: str, expected
         ("WYOMING_QWEN3_THREADS", "many", "not a valid int"),
         ("WYOMING_QWEN3_DEBUG", "maybe", "use one of"),
         ("WYOMING_QWEN3_STEP_SECONDS", "0", "must be greater than zero"),
+        ("WYOMING_QWEN3_ENDPOINT_SILENCE", "0", "must be greater than zero"),
+        ("WYOMING_QWEN3_ENDPOINT_MAX_SILENCE", "-1", "must be greater than zero"),
         ("WYOMING_QWEN3_MIN_PROBABILITY", "2", "must be from 0 to 1"),
         ("WYOMING_QWEN3_ENDPOINTING", "sometimes", "use one of"),
     ],
@@ -169,7 +171,9 @@ def test_a_least_probability_outside_0_to_1_is_refused(value: str) -> None:
         parse_args(["--min-probability", value], {})
 
 
-@pytest.mark.parametrize("flag", ["--step-seconds", "--stream-window", "--max-audio-seconds"])
+@pytest.mark.parametrize(
+    "flag", ["--step-seconds", "--stream-window", "--max-audio-seconds", "--endpoint-silence", "--endpoint-max-silence"]
+)
 def test_a_length_of_zero_is_refused(flag: str) -> None:
     with pytest.raises(SystemExit):
         parse_args([flag, "0"], {})

@@ -251,3 +251,28 @@ def test_a_pause_of_only_the_room_is_still_held_back() -> None:
     backend.executor.shutdown()
     (heard,) = backend.heard
     assert speech_end < heard < speech_end + 0.6 * SAMPLE_RATE  # the kept 0.3 s, and Silero's lag of ~0.1 s
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "end_probability", "complete"),
+    [
+        ("set a timer for ten minutes", "English", 0.9, True),
+        ("set a timer for", "English", 0.9, False),
+        ("set a timer for ten minutes", "English", None, False),  # mlx gives no end probability
+        ("set a timer for ten minutes", "English", 0.2, False),
+        ("stelle einen Timer für", "German", 0.9, False),
+        ("stelle einen Timer für zehn Minuten", "German", 0.9, True),
+        ("allume la lumière de l'", "French", 0.9, False),
+        ("allume l'ampoule", "French", 0.9, True),
+        ("zet de lamp in de", "Dutch", 0.9, False),
+        ("pon un temporizador de", "Spanish", 0.9, False),
+        ("accendi la luce della", "Italian", 0.9, False),
+        ("włącz światło w", "Polish", 0.9, False),
+        ("liga a luz da", "Portuguese", 0.9, False),
+        ("打开客厅的灯", "Chinese", 0.99, False),  # no word list for it yet: only the longer silence ends it
+    ],
+)
+def test_complete_needs_the_models_end_probability_and_the_languages_words(
+    text: str, language: str, end_probability: float | None, complete: bool
+) -> None:
+    assert TurnSettings().sounds_complete(Speculation(text, language, end_probability)) is complete

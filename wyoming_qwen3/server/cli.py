@@ -262,6 +262,8 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
         "audio_timeout",
         "idle_timeout",
         "event_timeout",
+        "endpoint_silence",
+        "endpoint_max_silence",
     ):
         if getattr(args, dest) <= 0:
             fail(dest, "must be greater than zero")

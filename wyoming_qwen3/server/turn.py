@@ -14,7 +14,8 @@ With ``endpointing`` the server ends the turn itself, and sends the transcript
 before ``audio-stop``: after a short silence once the text heard sounds
 complete, after a longer one while it does not (the model's probability of the
 end of the text after it, and a last word that cannot end a command: "set a
-timer for" ... "ten minutes").
+timer for" ... "ten minutes"). Where the backend gives no end probability (mlx),
+or the language has no such list, the turn ends after the longer silence only.
 """
 
 from __future__ import annotations
@@ -23,12 +24,28 @@ from dataclasses import dataclass
 
 from ..backends.base import Speculation
 
-#: Last words after which a command goes on, whatever the silence: articles, prepositions and
-#: conjunctions. English only so far; in other languages the model's end probability decides.
+#: Last words after which a command goes on, whatever the silence: articles, prepositions, conjunctions and
+#: possessives, in the languages Home Assistant's users speak most. A language not here gets no "complete":
+#: its turns end after the longer silence.
 UNFINISHED_ENDINGS: dict[str, frozenset[str]] = {
-    "English": frozenset(
-        "a an the to for in into at of and or with by from my your his her our their this that these those".split()
-    ),
+    language: frozenset(words.split())
+    for language, words in {
+        "English": "a an the to for in into on onto at of and or but with by from my your his her our their its "
+        "this that these those",
+        "German": "der die das den dem des ein eine einen einem einer eines im in ins am an auf aus bei mit "
+        "nach von vom zu zum zur für um und oder aber mein meine meinen dein deine unser unsere",
+        "French": "le la les l un une des du de d au aux à a dans sur pour par avec et ou mais mon ma mes ton ta "
+        "tes son sa ses notre nos votre vos",
+        "Spanish": "el la los las un una unos unas del de al a en con para por y o pero mi mis tu tus su sus "
+        "nuestro nuestra",
+        "Dutch": "de het een den der van in op aan naar voor met bij uit om tot en of maar mijn je jouw zijn "
+        "haar ons onze",
+        "Italian": "il lo la i gli le un uno una del della dei delle al alla ai alle nel nella di a da in con "
+        "su per e o ma mio mia tuo tua",
+        "Polish": "w we na do z ze od dla po przy o i a lub albo ale mój moja moje",
+        "Portuguese": "o a os as um uma uns umas do da dos das no na nos nas ao à de em para por com e ou mas "
+        "meu minha",
+    }.items()
 }
 
 
@@ -56,10 +73,14 @@ class TurnSettings:
         words = speculation.text.split()
         if not words:
             return False
-        last = words[-1].strip(".,!?;:").lower()
-        if last in UNFINISHED_ENDINGS.get(speculation.language, frozenset()):
+        unfinished = UNFINISHED_ENDINGS.get(speculation.language)
+        # No "complete" without evidence: the model's end probability and a list of the language's words.
+        if unfinished is None or speculation.end_probability is None:
             return False
-        return speculation.end_probability is None or speculation.end_probability >= self.end_probability
+        last = words[-1].strip(".,!?;:'’").lower()  # "l'", "d'": an elided article
+        if last in unfinished:
+            return False
+        return speculation.end_probability >= self.end_probability
 
     def silence_to_end(self, speculation: Speculation | None) -> float:
         """The silence after which the turn ends, given what the speaker would get now (None: not known yet)."""
