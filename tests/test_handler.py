@@ -39,12 +39,13 @@ def utterance_events(pcm: bytes, chunk_bytes: int = 3200) -> list[Event]:
     return [Transcribe(language="en").event(), AudioStart(SAMPLE_RATE, 2, 1).event(), *chunks, AudioStop().event()]
 
 
-async def exchange(port: int, events: list[Event], until: str) -> list[Event]:
-    """Send ``events``, then read until an event of type ``until``."""
+async def exchange(port: int, events: list[Event], until: str, pace: float = 0.0) -> list[Event]:
+    """Send ``events`` (``pace`` seconds apart), then read until an event of type ``until``."""
     received: list[Event] = []
     async with AsyncTcpClient("127.0.0.1", port) as client:
         for event in events:
             await client.write_event(event)
+            await asyncio.sleep(pace)
         while True:
             event = await asyncio.wait_for(client.read_event(), 10)
             assert event is not None, f"closed after {[e.type for e in received]}"
@@ -162,7 +163,9 @@ def test_an_emission_log_that_cannot_be_written_costs_the_client_nothing(
 
     async def main() -> list[Event]:
         async with serving(backend, config) as port:
-            return await exchange(port, utterance_events(loud(0.5)), until="transcript-stop")
+            # Paced, so that the VAD hears the audio and a step commits "hello" before audio-stop (audio the VAD
+            # has not reached at audio-stop goes straight to the final pass).
+            return await exchange(port, utterance_events(loud(0.5)), until="transcript-stop", pace=0.05)
 
     with caplog.at_level(logging.INFO):
         events = asyncio.run(main())

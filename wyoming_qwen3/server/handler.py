@@ -260,9 +260,12 @@ class Qwen3EventHandler(AsyncEventHandler):
         _LOGGER.debug("%s: transcribe %s", self._client, self._options)
 
     async def _on_audio_start(self, start: AudioStart) -> None:
-        if self._stream is not None and not self._stream.done:
+        previous = self._stream
+        if previous is not None and not previous.done:
             _LOGGER.warning("%s: audio-start during a stream; the old stream is dropped", self._client)
         self._drop_stream()
+        if previous is not None:
+            await previous.until_heard()  # the connection's one detector is the new stream's next
         self._dropping_audio = True  # until a stream starts below
         if self._refused:
             return

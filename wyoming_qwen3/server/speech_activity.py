@@ -16,6 +16,7 @@ keep from the model: a chunk at ``POSSIBLE_SPEECH_PROBABILITY``, or one
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ SPEECH_PROBABILITY = 0.5
 #: 0.045 at -40 (20 s each), and its chunks vary by well under a decibel.
 POSSIBLE_SPEECH_PROBABILITY = 0.25
 POSSIBLE_SPEECH_OVER_ROOM_DB = 12.0
+#: Speech this far under the stream's loudest is soft, even where Silero calls it speech (20 dB: 0.75-0.82).
+SOFT_SPEECH_DB = 15.0
 #: The room: a low percentile of the levels of the last chunks Silero did not call speech.
 _ROOM_CHUNKS = 64
 _ROOM_PERCENTILE = 20
@@ -52,6 +55,8 @@ class Heard:
     speech: bool
     #: A chunk the looser test marks as possibly speech (always so where ``speech``).
     possible_speech: bool
+    #: A chunk of (possible) speech ``SOFT_SPEECH_DB`` under the loudest speech of the stream.
+    soft: bool = False
 
 
 @dataclass
@@ -66,8 +71,9 @@ class SpeechActivity:
     #: Samples of speech heard in all.
     speech_samples: int = 0
     _rest: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    #: Levels (dBFS) of the last chunks that were not speech: the room.
+    #: Levels (dBFS) of the last chunks that were not speech: the room; and of the loudest speech chunk.
     _room: deque[float] = field(default_factory=lambda: deque(maxlen=_ROOM_CHUNKS))
+    _loudest: float = -math.inf
 
     def __post_init__(self) -> None:
         self.detector.reset()  # a new stream: nothing of the last one's state
@@ -77,7 +83,7 @@ class SpeechActivity:
         chunk = self.detector.chunk_samples()
         audio = np.concatenate([self._rest, audio]) if self._rest.shape[0] else audio
         whole = audio.shape[0] // chunk * chunk
-        spoke = possible = False
+        spoke = possible = soft = False
         for start in range(0, whole, chunk):
             samples = audio[start : start + chunk]
             self.samples += chunk
@@ -87,11 +93,14 @@ class SpeechActivity:
                 self.speech_end = self.samples
                 self.speech_samples += chunk
                 spoke = possible = True
+                soft = soft or level < self._loudest - SOFT_SPEECH_DB
+                self._loudest = max(self._loudest, level)
                 continue
-            possible = possible or probability >= POSSIBLE_SPEECH_PROBABILITY or self._over_room(level)
+            if probability >= POSSIBLE_SPEECH_PROBABILITY or self._over_room(level):
+                possible = soft = True
             self._room.append(level)
         self._rest = audio[whole:].copy()
-        return Heard(speech=spoke, possible_speech=possible)
+        return Heard(speech=spoke, possible_speech=possible, soft=soft)
 
     def _over_room(self, level: float) -> bool:
         if level < SPEECH_LEVEL_DBFS or len(self._room) < 4:
