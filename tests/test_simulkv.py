@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -509,20 +510,34 @@ def test_once_the_speaker_has_finished_a_step_ends_at_its_next_token_and_no_step
     assert s.stats.steps == 2
 
 
-def test_a_speculation_leaves_the_session_as_it_was(tiny: QwenAsrModel) -> None:
-    """The early final pass is thrown away when speech resumes: streaming then goes on as if it had not run."""
+def stream_beside(
+    model: QwenAsrModel, pauses: tuple[int, ...], in_pause: Callable[[SimulKvSession, int, str], None]
+) -> tuple[SimulKvSession, SimulKvSession]:
+    """Two sessions fed the same 6 s in 0.25 s chunks; at the samples in ``pauses`` the second also runs
+    ``in_pause`` (given the session, the sample and the text it sent): both must have sent the same deltas."""
     audio = noise(6.0, seed=4)
-    plain, speculating = session(tiny, EMIT_ALL), session(tiny, EMIT_ALL)
+    plain, speculating = session(model, EMIT_ALL), session(model, EMIT_ALL)
     streamed: dict[str, list[str]] = {"plain": [], "speculating": []}
     for start in range(0, audio.shape[0], 4000):
         chunk = audio[start : start + 4000]
         streamed["plain"].append(plain.feed(chunk))
         streamed["speculating"].append(speculating.feed(chunk))
-        if start in (12000, 36000, 60000):  # a pause heard three times, each with some audio not yet stepped
-            speculation = speculating.speculate(noise(0.3, seed=start))
-            assert speculation is not None and speculation.text.startswith("".join(streamed["speculating"]))
-            assert speculation.end_probability is None or 0 <= speculation.end_probability <= 1
+        if start in pauses:
+            in_pause(speculating, start, "".join(streamed["speculating"]))
     assert streamed["plain"] == streamed["speculating"]
+    return plain, speculating
+
+
+def test_a_speculation_leaves_the_session_as_it_was(tiny: QwenAsrModel) -> None:
+    """The early final pass is thrown away when speech resumes: streaming then goes on as if it had not run."""
+
+    def speculate(speculating: SimulKvSession, start: int, sent: str) -> None:
+        speculation = speculating.speculate(noise(0.3, seed=start))
+        assert speculation is not None and speculation.text.startswith(sent)
+        assert speculation.end_probability is None or 0 <= speculation.end_probability <= 1
+
+    # A pause heard three times, each with some audio not yet stepped.
+    plain, speculating = stream_beside(tiny, (12000, 36000, 60000), speculate)
     assert plain.answer_ids == speculating.answer_ids and plain.answer_ids  # committed text, and the same
     assert plain.stats.steps == speculating.stats.steps  # the speculations' passes are not counted as steps
     assert torch.equal(plain.prefill().logits, speculating.prefill().logits)  # the cache holds what it held
@@ -563,20 +578,15 @@ def test_an_early_final_pass_that_fails_in_a_middle_layer_leaves_the_session_as_
     layers = tiny.decoder.layers
     failing = FailingLayer(monkeypatch, layers[len(layers) // 2], nth)
     assert 0 < len(layers) // 2 < len(layers) - 1 or len(layers) == 2
-    audio = noise(6.0, seed=4)
-    plain, speculating = session(tiny, EMIT_ALL), session(tiny, EMIT_ALL)
-    streamed: dict[str, list[str]] = {"plain": [], "speculating": []}
-    for start in range(0, audio.shape[0], 4000):
-        chunk = audio[start : start + 4000]
-        streamed["plain"].append(plain.feed(chunk))
-        streamed["speculating"].append(speculating.feed(chunk))
-        if start in (12000, 36000):  # a pause, then speech resumes
-            failing.armed, failing.calls = True, 0
-            with pytest.raises(torch.OutOfMemoryError):
-                speculating.speculate(noise(0.3, seed=start))
-            failing.armed = False
+
+    def failing_speculation(speculating: SimulKvSession, start: int, sent: str) -> None:
+        failing.armed, failing.calls = True, 0
+        with pytest.raises(torch.OutOfMemoryError):
+            speculating.speculate(noise(0.3, seed=start))
+        failing.armed = False
+
+    plain, speculating = stream_beside(tiny, (12000, 36000), failing_speculation)  # a pause, then speech resumes
     assert failing.raised == 2
-    assert streamed["plain"] == streamed["speculating"]
     lengths = {layer.get_seq_length() for layer in speculating._cache.layers}
     assert len(lengths) == 1, f"the layers' caches differ in length: {lengths}"
     assert torch.equal(plain.prefill().logits, speculating.prefill().logits)

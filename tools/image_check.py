@@ -35,6 +35,7 @@ import uuid
 import wave
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -277,6 +278,11 @@ def check_zeroconf(engine: Engine, report: Report, tag: str) -> None:
         engine.run("rm", "-f", name, check=False)
 
 
+def addon_file(name: str) -> dict[str, Any]:
+    """One of the add-on's YAML files (config.yaml, build.yaml), as the Supervisor reads it."""
+    return dict(yaml.safe_load((ROOT / "addon" / name).read_text(encoding="utf-8")))
+
+
 def addon_context(destination: Path) -> Path:
     """addon/ alone, copied to an empty folder: the context the Supervisor builds the add-on in."""
     shutil.rmtree(destination, ignore_errors=True)
@@ -291,8 +297,7 @@ def check_addon(engine: Engine, report: Report) -> None:
     BUILD_VERSION from config.yaml, and writes the options it validated to /data/options.json; the
     run script (the real one, started through its own shebang) reads them through bashio.
     """
-    config = yaml.safe_load((ROOT / "addon" / "config.yaml").read_text(encoding="utf-8"))
-    build = yaml.safe_load((ROOT / "addon" / "build.yaml").read_text(encoding="utf-8"))
+    config, build = addon_file("config.yaml"), addon_file("build.yaml")
     context = addon_context(WORK / "addon-context")
     tag = "wyoming-qwen3-addon:check"
     report.figures["addon_build_seconds"] = engine.build(
@@ -361,8 +366,7 @@ def main() -> int:
     engine = Engine(name, options)
     report = Report()
     if args.base_root is not None:
-        build = yaml.safe_load((ROOT / "addon" / "build.yaml").read_text(encoding="utf-8"))
-        stand_in_base(engine, args.base_root, PYTHON_BASE, build["build_from"]["amd64"])
+        stand_in_base(engine, args.base_root, PYTHON_BASE, addon_file("build.yaml")["build_from"]["amd64"])
     if name == "podman":
         engine.allow_process_limit(PYTHON_BASE)
     tag = "wyoming-qwen3:check"

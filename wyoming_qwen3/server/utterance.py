@@ -151,10 +151,12 @@ class Utterance:
         by audio-stop goes straight to the final pass, which waits at most for the batch under way.
         """
         while self._unheard and not self.finishing:
-            batch, size = [], 0
-            while self._unheard and size < _VAD_BATCH_SAMPLES:
-                batch.append(self._unheard.pop(0))
-                size += batch[-1].shape[0]
+            taken, size = 0, 0
+            while taken < len(self._unheard) and size < _VAD_BATCH_SAMPLES:
+                size += self._unheard[taken].shape[0]
+                taken += 1
+            batch = self._unheard[:taken]
+            del self._unheard[:taken]
             verdicts = await asyncio.to_thread(self._hear, batch)
             for samples, (silent_long, heard) in zip(batch, verdicts, strict=True):
                 self._route(samples, silent_long, heard)
