@@ -16,6 +16,7 @@ from wyoming_qwen3.backends.base import SessionOptions
 from wyoming_qwen3.backends.simulkv import session as session_module
 from wyoming_qwen3.backends.simulkv.alignatt import AttentionRecorder
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
+from wyoming_qwen3.backends.inference import Preempted
 from wyoming_qwen3.backends.simulkv.session import SimulKvSession, step_token_cap
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads, AlignmentPolicy, SimulKvSettings
 from wyoming_qwen3.backends.text_units import SentText, complete_units
@@ -594,4 +595,29 @@ def test_an_early_final_pass_that_fails_in_a_middle_layer_leaves_the_session_as_
     with pytest.raises(torch.OutOfMemoryError):
         speculating.speculate()
     failing.armed = False
+    assert plain.finish() == speculating.finish()
+
+
+def test_an_early_final_pass_that_gives_way_leaves_the_session_as_it_was_and_reruns_the_same(tiny) -> None:
+    """Asked to yield after its second token (another stream's step came), the early pass stops there; run again,
+    it gives what it would have, and the session streams and finishes as one that never tried."""
+    asked: list[bool] = []
+
+    def yield_on_second_token() -> bool:
+        asked.append(True)
+        return len(asked) == 3  # once before the prefill, then before each token
+
+    def preempted_speculation(speculating: SimulKvSession, start: int, sent: str) -> None:
+        extra = noise(0.3, seed=start)
+        undisturbed = speculating.speculate(extra)
+        asked.clear()
+        speculating._should_yield = yield_on_second_token
+        with pytest.raises(Preempted):
+            speculating.speculate(extra)
+        speculating._should_yield = lambda: False
+        assert len(asked) == 3
+        assert speculating.speculate(extra) == undisturbed
+
+    plain, speculating = stream_beside(tiny, (12000, 36000), preempted_speculation)
+    assert torch.equal(plain.prefill().logits, speculating.prefill().logits)
     assert plain.finish() == speculating.finish()

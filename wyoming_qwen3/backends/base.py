@@ -71,7 +71,8 @@ class StreamingSession(ABC):
 
         Run while the client streams the trailing silence, so that the transcript is ready
         at audio-stop. The committed text, caches and sent text are untouched: if speech
-        resumes, streaming goes on as if this had not run. None: this backend cannot.
+        resumes, streaming goes on as if this had not run. None: this backend cannot. It runs at
+        ``EARLY`` priority and may raise ``Preempted`` between tokens (``InferenceExecutor.should_yield``).
         """
         return None
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,7 @@ from wyoming.error import Error
 from wyoming.event import Event
 
 from ..backends.base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
-from ..backends.inference import FINAL
+from ..backends.inference import EARLY, FINAL
 from ..model.format import SAMPLE_RATE
 from ..model.languages import language_code
 from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer, loudest_frame_dbfs
@@ -95,8 +96,9 @@ class Utterance:
         #: Audio the VAD has not reached yet, and the task running it over the audio (see _listen).
         self._unheard: list[np.ndarray] = []
         self._listener: asyncio.Task[None] | None = None
-        #: The final pass started early on the audio so far, while it stands (speech has not resumed).
-        self._speculation: asyncio.Future[Speculation | None] | None = None
+        #: The final pass started early on the audio so far, while it stands (speech has not resumed): on the
+        #: inference thread behind every step and final pass, cancelled when speech resumes or the client leaves.
+        self._speculation: Future[Speculation | None] | None = None
         self._emission_log = emission_log
         self._pending: list[np.ndarray] = []
         self._received_samples = 0
@@ -215,14 +217,11 @@ class Utterance:
             self._step_task = asyncio.create_task(self._run_steps())
         elif self._held and self._turn.speculate and self._speculation is None:
             # Nothing is left to feed: the final pass at audio-stop would hear just what the model has.
-            speculation = asyncio.wrap_future(
-                self._backend.executor.submit_with_priority(FINAL, self._session.speculate)
-            )
-            speculation.add_done_callback(self._retrieve)
-            self._speculation = speculation
+            self._speculation = self._backend.executor.submit_with_priority(EARLY, self._session.speculate)
+            self._speculation.add_done_callback(self._retrieve)
             _LOGGER.debug("%s: the speaker is silent: the final pass starts early", self._client)
 
-    def _retrieve(self, task: asyncio.Future[Speculation | None]) -> None:
+    def _retrieve(self, task: Future[Speculation | None]) -> None:
         """A failed speculation is logged here (the final pass runs normally then), not as never retrieved."""
         if not task.cancelled() and task.exception() is not None:
             _LOGGER.warning("%s: the early final pass failed: %r", self._client, task.exception())
@@ -330,8 +329,9 @@ class Utterance:
         task = self._speculation
         if task is None:
             return None
+        self._backend.executor.promote(task)  # the user now waits for it
         try:
-            speculation = await task
+            speculation = await asyncio.wrap_future(task)
         except Exception:  # logged by _retrieve; the final pass runs normally
             return None
         if speculation is None or not speculation.text.startswith(self._sent):

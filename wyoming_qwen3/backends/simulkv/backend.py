@@ -68,7 +68,7 @@ class SimulKvBackend(Backend):
         return self.model.supported_languages
 
     def create_session(self, options: SessionOptions) -> SimulKvSession:
-        return SimulKvSession(self.model, self.heads, self.settings, options)
+        return SimulKvSession(self.model, self.heads, self.settings, options, self.executor.should_yield)
 
 
 def alignment_heads_path(given: Path | None, model: ResolvedModel) -> Path | None:

@@ -16,6 +16,7 @@ suffix, the answer fed back and the new tokens are prefilled again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -36,6 +37,7 @@ from ...model.format import (
 )
 from ...model.qwen import QwenAsrModel
 from ..base import FinalDelta, SessionOptions, Speculation, StreamingSession
+from ..inference import Preempted
 from ..text_units import SentText, begins_unit, normalize
 from .alignatt import AttentionRecorder, head_index
 from .encoder_cache import AudioWindowCache, SavedWindows
@@ -109,9 +111,17 @@ class SimulKvSession(StreamingSession):
     """One utterance: its audio buffer, caches and committed tokens."""
 
     def __init__(
-        self, model: QwenAsrModel, heads: AlignmentHeads, settings: SimulKvSettings, options: SessionOptions
+        self,
+        model: QwenAsrModel,
+        heads: AlignmentHeads,
+        settings: SimulKvSettings,
+        options: SessionOptions,
+        should_yield: Callable[[], bool] = lambda: False,
     ) -> None:
         self._model = model
+        #: Asked between the tokens of an early final pass (``InferenceExecutor.should_yield``).
+        self._should_yield = should_yield
+        self._speculating = False
         self._settings = settings
         self._options = options
         self._heads_by_layer = head_index(heads.by_layer, model.device)
@@ -238,13 +248,17 @@ class SimulKvSession(StreamingSession):
         return FinalDelta(text=self._final_pass(), language=self.language)
 
     def speculate(self, audio: np.ndarray | None = None) -> Speculation:
+        if self._should_yield():
+            raise Preempted  # cancelled while queued behind a running call, or more urgent work came
         saved = self._save()
+        self._speculating = True
         try:
             if audio is not None:
                 self._append(audio)  # not cut: the audio KV of the cache must stay as it is
             self._final_pass()
             return Speculation(self._sent.text, self.language, self._end_probability)
         finally:
+            self._speculating = False
             self._restore(saved)
 
     def _final_pass(self) -> str:
@@ -325,6 +339,8 @@ class SimulKvSession(StreamingSession):
         for index in range(limit):
             if self._finishing and not final:
                 break  # the speaker has finished: the final pass is what they wait for
+            if self._speculating and self._should_yield():
+                raise Preempted  # another stream's step or final pass waits, or this pass is no longer wanted
             token = int(logits.argmax())
             attended = self._policy.attended_token(recorder.audio_attention(*audio_span))
             # The language preamble and special tokens do not track the audio: no policy applies.
