@@ -13,10 +13,10 @@ from transformers import DynamicCache
 
 from tools.random_model import build_random_model
 from wyoming_qwen3.backends.base import SessionOptions
+from wyoming_qwen3.backends.inference import Preempted
 from wyoming_qwen3.backends.simulkv import session as session_module
 from wyoming_qwen3.backends.simulkv.alignatt import AttentionRecorder
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
-from wyoming_qwen3.backends.inference import Preempted
 from wyoming_qwen3.backends.simulkv.session import SimulKvSession, step_token_cap
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads, AlignmentPolicy, SimulKvSettings
 from wyoming_qwen3.backends.text_units import SentText, complete_units
