@@ -10,9 +10,9 @@ closes on the transcript. Measured, per setting:
 - the final pass run in the trailing silence (the default);
 - server endpointing (``--endpointing``) at several silences.
 
-Two corpora: held-out commands, and the same commands with a pause of 0.3-0.9 s
-before their first slot ("set a timer for" ... "ten minutes"): a transcript that
-comes before the second part is a premature end.
+Two corpora: held-out commands, and held-out commands with a pause where people put
+them (``tools.pauses``: after any word, 0.3-1.2 s, a third with "uh" or "um"): a
+transcript that comes before the second part is a premature end.
 
 Also, on every held-out command (and every paused one), the transcript of a server
 that runs the final pass in the silence against one that runs it at audio-stop
@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 
 from tools.client import stream
-from tools.corpus import split_before_first_slot
 from tools.ha_client import LEAD_SECONDS, Turn, command, room_noise
+from tools.pauses import pause_corpus
 from tools.scripted import TOKENS_PER_SECOND
 from tools.server_process import ServerProcess, start_server
-from tools.speech import as_speech, speak, trimmed
+from tools.speech import as_speech, speak
 from tools.wer import normalize
 from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL, resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -49,28 +49,18 @@ from wyoming_qwen3.model.format import SAMPLE_RATE
 HA_SETTINGS = (0.25, 0.7, 1.25)
 #: Server endpointing settings: (silence once complete, silence while not).
 ENDPOINT_SETTINGS = ((0.2, 1.25), (0.3, 1.25), (0.3, 1.0))
-SECOND_PART_SEED = 11
 
 
 def corpus(limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Held-out commands, and the same commands paused before their first slot."""
+    """Held-out commands, and held-out commands paused anywhere (``tools.pauses``: after every word in turn,
+    0.3-1.2 s, a third with "uh" or "um"; held-out voices and rates)."""
     demo = resolve_model("demo", [], Path("."))
     heldout = json.loads((demo.path / "heldout.json").read_text())["utterances"][:limit]
-    rng = np.random.default_rng(SECOND_PART_SEED)
-    plain, paused = [], []
-    for index, u in enumerate(heldout):
-        plain.append({"text": u["text"], "audio": speak(u["text"], u["voice"], 165, 50)})
-        first, second = split_before_first_slot(u["text"]) or (u["text"], "")
-        pause = float(rng.uniform(0.3, 0.9))
-        # Trimmed: espeak-ng's own silence around each part would make the pause up to 0.6 s longer.
-        audio = np.concatenate(
-            [
-                trimmed(speak(first, u["voice"], 165, 50)),
-                room_noise(pause, index),
-                trimmed(speak(second, u["voice"], 165, 50)),
-            ]
-        )
-        paused.append({"text": u["text"], "audio": audio})
+    plain = [{"text": u["text"], "audio": speak(u["text"], u["voice"], 165, 50)} for u in heldout]
+    paused = [
+        {"text": p.text, "audio": p.audio, "pause_seconds": p.pause_seconds, "first": p.first}
+        for p in pause_corpus(limit)
+    ]
     return plain, paused
 
 
@@ -156,7 +146,7 @@ def demo_main(args: argparse.Namespace) -> dict[str, Any]:
     # More commands here: a premature end is rare, and each one counts against the 2% the default must meet.
     endpoint_limit = args.endpoint_limit or args.limit
     plain, paused = all_plain[:endpoint_limit], all_paused[:endpoint_limit]
-    for complete, incomplete in ENDPOINT_SETTINGS:
+    for complete, incomplete in args.endpoint_settings:
         flags = ["--endpointing", "--endpoint-silence", str(complete), "--endpoint-max-silence", str(incomplete)]
         server = start_server(Path("demo"), folder / f"endpoint-{len(rows)}.log", *flags)
         try:
@@ -227,6 +217,14 @@ def main() -> None:
     parser.add_argument("--shape", choices=("0.6b",), help="the 0.6B shape's compute instead of the demo model")
     parser.add_argument("--endpoint-limit", type=int, help="commands per corpus, endpointing rows (default: --limit)")
     parser.add_argument("--endpoint-only", action="store_true", help="only the server endpointing rows")
+    parser.add_argument(
+        "--endpoint-settings",
+        nargs="+",
+        type=lambda text: tuple(float(part) for part in text.split("/")),
+        default=ENDPOINT_SETTINGS,
+        metavar="COMPLETE/INCOMPLETE",
+        help="server endpointing silences, e.g. 0.3/1.25 (default: %(default)s)",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--precisions", nargs="+", choices=("float32", "int8"), default=["float32", "int8"])
     parser.add_argument("--out", type=Path, default=Path("local/benchmark"))

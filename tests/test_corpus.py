@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tools.corpus import augment, speak_timed
+from tools.corpus import HELDOUT_VOICES, augment, speak_timed
+from tools.pauses import PAUSE_SECONDS, pause_corpus, paused_speech
 from tools.speech import speak
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
@@ -80,3 +81,32 @@ def test_augmented_speech_keeps_its_word_times() -> None:
         lead = int(shift * SAMPLE_RATE)
         assert lead == 0 or rms(louder.audio[:lead]) < 0.5 * rms(louder.audio[lead:])
     assert 0 < pauses < 12  # a third of the commands pause
+
+
+def test_the_pause_corpus_pauses_after_every_word_in_turn_on_held_out_speech_only() -> None:
+    corpus = pause_corpus(24)
+    demo_voices = {u.voice for u in corpus}
+    assert demo_voices <= set(HELDOUT_VOICES)
+    for item in corpus:
+        assert f"{item.first} {item.second}" == item.text and item.first and item.second
+        assert PAUSE_SECONDS[0] <= item.pause_seconds <= PAUSE_SECONDS[1]
+        pause = item.audio[item.pause_start : item.pause_end]
+        assert pause.shape[0] >= item.pause_seconds * SAMPLE_RATE
+        loud = float(np.abs(pause).max())
+        # The room alone, or the room and a hesitation, between two parts of speech.
+        assert (loud > 0.05) == bool(item.hesitation), (item.hesitation, loud)
+        assert np.abs(item.audio[: item.pause_start]).max() > 0.1 and np.abs(item.audio[item.pause_end :]).max() > 0.1
+    # Places in turn: the first command of the list is paused after its first word, then its second...
+    places = {(item.text, len(item.first.split())) for item in corpus}
+    assert len({count for _, count in places}) >= 3
+    assert {item.hesitation for item in corpus} == {"", "uh", "um"}
+
+
+def test_paused_training_speech_says_what_was_heard_before_the_pause() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        whole, stopped = paused_speech(TEXT, "en-us+m1", 170, 50, rng)
+        assert whole.text == TEXT and TEXT.startswith(stopped.text + " ")
+        assert stopped.audio.shape[0] >= SAMPLE_RATE * 0.3 and whole.audio.shape[0] > stopped.audio.shape[0]
+        characters = [c for c, _ in whole.word_starts]
+        assert characters == sorted(characters) and all(TEXT[c - 1] == " " for c in characters[1:])

@@ -41,10 +41,12 @@ from tools.corpus import (
     with_trailing_noise,
     word_salad,
 )
+from tools.pauses import pause_corpus, paused_speech
 from tools.random_model import ModelShape, build_tokenizer, create_model, create_processor
 from tools.speech import speak, trimmed
 from tools.wer import wer
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
+from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
 
 DEMO_SHAPE = ModelShape(
@@ -68,6 +70,9 @@ DEMO_SHAPE = ModelShape(
 #: Of the cut examples, the share that stops at the end of a word group with silence after it (the rest
 #: are cut inside a word, as a streaming step hears them).
 STOPPED_FRACTION = 1 / 3
+#: Of the augmented commands, the share spoken with a pause at a random place (``tools.pauses``); their cut
+#: example is the words before the pause and part of the pause.
+PAUSED_FRACTION = 0.4
 
 
 @dataclass
@@ -90,8 +95,12 @@ def synthesize_examples(qwen: QwenAsrModel, texts_voices, seed: int, augmented: 
     rng = np.random.default_rng(seed)
     examples = []
     for text, voice in texts_voices:
-        speech = speak_timed(text, voice, int(rng.integers(130, 200)), int(rng.integers(30, 70)))
-        stopped = speech.stopped_before_word(rng) if augmented and rng.random() < STOPPED_FRACTION else None
+        speed, pitch = int(rng.integers(130, 200)), int(rng.integers(30, 70))
+        if augmented and len(text.split()) > 1 and rng.random() < PAUSED_FRACTION:
+            speech, stopped = paused_speech(text, voice, speed, pitch, rng)
+        else:
+            speech = speak_timed(text, voice, speed, pitch)
+            stopped = speech.stopped_before_word(rng) if augmented and rng.random() < STOPPED_FRACTION else None
         if augmented:
             speech = augment(speech, rng)
         if stopped is not None:  # the words before a pause, then the room: what the model hears mid-pause
@@ -264,9 +273,17 @@ def main() -> None:
             for h, v in before_pause
         ]
     )
+    # Pauses anywhere (held-out commands, voices and rates): the whole command, and the words before the
+    # pause with 0.3 s of it, as the server's endpoint decides on them.
+    paused = pause_corpus(100, seed=0)
+    paused_wer = wer([(p.text, qwen.transcribe(with_trailing_noise(p.audio, 0.3, trailing)).text) for p in paused])
+    paused_heads_wer = wer(
+        [(p.first, qwen.transcribe(p.audio[: p.pause_start + int(0.3 * SAMPLE_RATE)]).text) for p in paused]
+    )
     print(
         f"held-out WER (offline): {heldout_wer:.3f}; with 0-2.5 s of trailing noise {trailing_wer:.3f}; "
-        f"the words before a pause {heads_wer:.3f}",
+        f"the words before a pause {heads_wer:.3f}; paused anywhere {paused_wer:.3f}, the words before those "
+        f"pauses {paused_heads_wer:.3f}",
         flush=True,
     )
 
@@ -295,7 +312,10 @@ def main() -> None:
         "heldout_wer_offline": round(heldout_wer, 4),
         "heldout_wer_offline_trailing_noise_0_2_5_s": round(trailing_wer, 4),
         "heldout_wer_offline_words_before_a_pause": round(heads_wer, 4),
+        "heldout_wer_offline_paused_anywhere": round(paused_wer, 4),
+        "heldout_wer_offline_words_before_a_pause_anywhere": round(paused_heads_wer, 4),
         "stopped_fraction": STOPPED_FRACTION,
+        "paused_fraction": PAUSED_FRACTION,
     }
     (args.out / "demo_model.json").write_text(json.dumps(card, indent=1) + "\n")
     print(json.dumps(card), flush=True)
