@@ -132,6 +132,18 @@ def test_a_pause_after_a_word_that_cannot_end_a_command_does_not_end_the_turn(en
     assert turn.text is not None and turn.text.split()[-1] == "minutes", turn
 
 
+@pytest.mark.parametrize("first, second", [("open the dining room", "curtains"), ("turn on the kitchen", "lights")])
+def test_a_pause_after_words_that_are_no_whole_command_does_not_end_the_turn(endpointing, first, second) -> None:
+    """Nothing in the words says a command goes on, but the model folder's grammar has no such command: the turn
+    waits the longer silence (it ended in the pause before: "open the dining room")."""
+    turn = asyncio.run(command(endpointing.host, endpointing.port, paused(first, second, 0.8), silence_seconds=None))
+    assert turn.text is not None and turn.text.split()[-1] == second, turn
+    # And once the command is whole, the short silence ends it: the resumed speech's onset (possible speech
+    # before Silero calls it speech) does not stop the early pass (it waited the longer 1.25 s before).
+    assert turn.from_speech_end_ms is not None and turn.from_speech_end_ms < 900, turn
+    assert "sounds complete only as one of the model's commands" in endpointing.log(0)
+
+
 def loud_speech() -> bytes:
     return pcm16(np.concatenate([speak("turn on the kitchen lights"), room_noise(1.5, 3)]))
 
