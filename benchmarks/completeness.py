@@ -21,6 +21,9 @@ demo model as the server runs it on a CPU (int8):
 - and each with ``rule`` (both must say complete; ``rule+model-grammar`` is what the server does).
 
 Usage: script/benchmark completeness [--limit 100] [--smart-turn-wheel pipecat_ai-1.14.0-py3-none-any.whl]
+(the candidates only measured here are not the server's dependencies: ``ha-grammar`` needs
+``pip install hassil home-assistant-intents``, ``smart-turn`` ``pip install onnxruntime`` and
+``pip download --no-deps pipecat-ai==1.14.0``; without them those rows are skipped with a message)
 """
 
 from __future__ import annotations
@@ -142,8 +145,12 @@ def main() -> None:
         judges["ha-grammar"] = lambda s, a: is_ha_sentence(s.text)
     except ImportError as err:
         print(f"ha-grammar not measured: {err} (pip install hassil home-assistant-intents)", flush=True)
-    if args.smart_turn_wheel:
-        smart_turn = SmartTurn(args.smart_turn_wheel, args.json.parent)
+    try:
+        smart_turn = SmartTurn(args.smart_turn_wheel, args.json.parent) if args.smart_turn_wheel else None
+    except ImportError as err:
+        print(f"smart-turn not measured: {err} (pip install onnxruntime)", flush=True)
+        smart_turn = None
+    if smart_turn is not None:
         for case in cases:
             case["smart_turn"] = smart_turn.probability(case["audio"])
         judges["smart-turn"] = lambda s, a: a > 0.5
