@@ -91,7 +91,7 @@ def test_the_pause_corpus_pauses_after_every_word_in_turn_on_held_out_speech_onl
         assert f"{item.first} {item.second}" == item.text and item.first and item.second
         assert PAUSE_SECONDS[0] <= item.pause_seconds <= PAUSE_SECONDS[1]
         pause = item.audio[item.pause_start : item.pause_end]
-        assert pause.shape[0] >= item.pause_seconds * SAMPLE_RATE
+        assert pause.shape[0] >= int(item.pause_seconds * SAMPLE_RATE)
         loud = float(np.abs(pause).max())
         # The room alone, or the room and a hesitation, between two parts of speech.
         assert (loud > 0.05) == bool(item.hesitation), (item.hesitation, loud)
