@@ -56,23 +56,29 @@ class SlowSession(StreamingSession):
         return FinalDelta("end", "English")
 
 
-class SlowBackend(Backend):
-    def __init__(self) -> None:
-        super().__init__("slow")
-        self.sessions: list[SlowSession] = []
-
+class EnglishBackend(Backend):
     @property
     def supported_languages(self) -> list[str]:
         return ["English"]
+
+
+class SlowBackend(EnglishBackend):
+    def __init__(self) -> None:
+        super().__init__("slow")
+        self.sessions: list[SlowSession] = []
 
     def create_session(self, options: SessionOptions) -> SlowSession:
         self.sessions.append(SlowSession())
         return self.sessions[-1]
 
 
-async def stream_in_real_time(port: int, seconds: float) -> tuple[float, float]:
-    """Stream loud noise in 10 ms chunks at real-time pace; (audio-stop time, transcript time)."""
-    pcm = (np.random.default_rng(0).normal(0, 0.2, int(seconds * SAMPLE_RATE)) * 32767).astype("<i2").tobytes()
+def loud_noise(seconds: float) -> bytes:
+    return (np.random.default_rng(0).normal(0, 0.2, int(seconds * SAMPLE_RATE)) * 32767).astype("<i2").tobytes()
+
+
+async def stream_in_real_time(port: int, pcm: bytes, stop: bool = True) -> tuple[float, float] | None:
+    """Stream 16-bit PCM in 10 ms chunks at real-time pace; then audio-stop, and (audio-stop time, transcript
+    time); or, without ``stop``, hang up (None)."""
     async with AsyncTcpClient("127.0.0.1", port) as client:
         await client.write_event(Transcribe(language="en").event())
         await client.write_event(AudioStart(SAMPLE_RATE, 2, 1).event())
@@ -80,6 +86,8 @@ async def stream_in_real_time(port: int, seconds: float) -> tuple[float, float]:
         for index, start in enumerate(range(0, len(pcm), 320)):
             await client.write_event(AudioChunk(SAMPLE_RATE, 2, 1, pcm[start : start + 320]).event())
             await asyncio.sleep(max(0.0, began + (index + 1) * 0.01 - time.monotonic()))
+        if not stop:
+            return None
         stopped = time.monotonic()
         await client.write_event(AudioStop().event())
         while True:
@@ -92,11 +100,13 @@ async def stream_in_real_time(port: int, seconds: float) -> tuple[float, float]:
 def test_slow_steps_take_all_new_audio_and_none_runs_after_audio_stop() -> None:
     backend = SlowBackend()
 
-    async def main() -> tuple[float, float]:
+    async def main() -> tuple[float, float] | None:
         async with serving(backend) as port:
-            return await stream_in_real_time(port, 3.2)
+            return await stream_in_real_time(port, loud_noise(3.2))
 
-    stopped, transcript = asyncio.run(main())
+    times = asyncio.run(main())
+    assert times is not None
+    stopped, transcript = times
     backend.executor.shutdown()
     calls = backend.sessions[0].calls
     steps = [c for c in calls if c.kind == "step"]
@@ -213,14 +223,10 @@ class PausingSession(StreamingSession):
         return Speculation(self.name, "English", 1.0)
 
 
-class PausingBackend(Backend):
+class PausingBackend(EnglishBackend):
     def __init__(self) -> None:
         super().__init__("pausing")
         self.log: list[str] = []
-
-    @property
-    def supported_languages(self) -> list[str]:
-        return ["English"]
 
     def create_session(self, options: SessionOptions) -> PausingSession:
         self.log.append("session")
@@ -231,21 +237,8 @@ async def speak_then_pause(port: int, pause_seconds: float, stop: bool) -> float
     """Real speech, then the room for ``pause_seconds``, in real time; then audio-stop (the seconds to the
     transcript) or a hang-up (None)."""
     audio = np.concatenate([trimmed(speak("turn on the kitchen lights")), room_noise(pause_seconds, 0)])
-    pcm = pcm16(audio)
-    async with AsyncTcpClient("127.0.0.1", port) as client:
-        await client.write_event(Transcribe(language="en").event())
-        await client.write_event(AudioStart(SAMPLE_RATE, 2, 1).event())
-        began = time.monotonic()
-        for index, start in enumerate(range(0, len(pcm), 320)):
-            await client.write_event(AudioChunk(SAMPLE_RATE, 2, 1, pcm[start : start + 320]).event())
-            await asyncio.sleep(max(0.0, began + (index + 1) * 0.01 - time.monotonic()))
-        if not stop:
-            return None
-        stopped = time.monotonic()
-        await client.write_event(AudioStop().event())
-        while (event := await client.read_event()) is not None and event.type != "transcript":
-            pass
-        return time.monotonic() - stopped
+    times = await stream_in_real_time(port, pcm16(audio), stop)
+    return None if times is None else times[1] - times[0]
 
 
 def test_an_early_pass_gives_way_to_another_users_final_pass_and_stops_when_its_client_leaves() -> None:
