@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from tools.corpus import DEMO_FOLDER, heldout_commands
 from tools.ha_client import room_noise
 from tools.in_process import demo_backend
 from tools.pauses import PausedCommand, pause_corpus
@@ -118,23 +119,23 @@ def main() -> None:
     began = time.time()
     backend = demo_backend("int8")
     paused: list[PausedCommand] = pause_corpus(args.limit)
-    heldout = json.loads((Path("wyoming_qwen3/model/demo/heldout.json")).read_text())["utterances"][: args.limit]
+    heldout = heldout_commands()[: args.limit]
     cases: list[dict[str, Any]] = []
     for index, item in enumerate(paused):
         audio = np.concatenate(
             [room_noise(LEAD_SECONDS, index), item.audio[: item.pause_start + int(HEARD_OF_PAUSE * SAMPLE_RATE)]]
         )
         ends = item.pause_seconds >= SHORTEST_ENDING_PAUSE
-        cases.append({"kind": "paused", "text": item.first, "ends": ends, "audio": audio, "said": item.text})
+        cases.append({"kind": "paused", "text": item.first, "ends": ends, "audio": audio})
     for index, utterance in enumerate(heldout):
         audio = np.concatenate([room_noise(LEAD_SECONDS, index), speak(utterance["text"], utterance["voice"], 165, 50)])
-        cases.append({"kind": "whole", "text": utterance["text"], "audio": audio, "said": utterance["text"]})
+        cases.append({"kind": "whole", "text": utterance["text"], "audio": audio})
     for case in cases:
         case["speculation"] = heard(backend, case["audio"])
     backend.executor.shutdown()
 
     rule = TurnSettings()
-    grammar = Grammar.load(Path("wyoming_qwen3/model/demo"))
+    grammar = Grammar.load(DEMO_FOLDER)
     assert grammar is not None
     judges: dict[str, Judge] = {
         "rule": lambda s, a: rule.sounds_complete(s),

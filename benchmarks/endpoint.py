@@ -37,13 +37,14 @@ from typing import Any
 import numpy as np
 
 from tools.client import stream
+from tools.corpus import heldout_commands
 from tools.ha_client import LEAD_SECONDS, Turn, command, room_noise
 from tools.pauses import pause_corpus
 from tools.scripted import TOKENS_PER_SECOND
 from tools.server_process import ServerProcess, start_server
 from tools.speech import as_speech, speak
 from tools.wer import normalize
-from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL, resolve_model
+from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 HA_SETTINGS = (0.25, 0.7, 1.25)
@@ -54,13 +55,8 @@ ENDPOINT_SETTINGS = ((0.2, 1.25), (0.3, 1.25), (0.3, 1.0))
 def corpus(limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Held-out commands, and held-out commands paused anywhere (``tools.pauses``: after every word in turn,
     0.3-1.2 s, a third with "uh" or "um"; held-out voices and rates)."""
-    demo = resolve_model("demo", [], Path("."))
-    heldout = json.loads((demo.path / "heldout.json").read_text())["utterances"][:limit]
-    plain = [{"text": u["text"], "audio": speak(u["text"], u["voice"], 165, 50)} for u in heldout]
-    paused = [
-        {"text": p.text, "audio": p.audio, "pause_seconds": p.pause_seconds, "first": p.first}
-        for p in pause_corpus(limit)
-    ]
+    plain = [{"text": u["text"], "audio": speak(u["text"], u["voice"], 165, 50)} for u in heldout_commands()[:limit]]
+    paused = [{"text": p.text, "audio": p.audio} for p in pause_corpus(limit)]
     return plain, paused
 
 

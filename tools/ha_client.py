@@ -28,7 +28,7 @@ from wyoming.client import AsyncTcpClient
 
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
-from .corpus import ROOM_DBFS
+from .corpus import ROOM_DBFS, room
 from .speech import pcm16, trimmed
 
 CHUNK_SAMPLES = SAMPLE_RATE // 100  # 10 ms, 320 bytes: what Home Assistant sends
@@ -140,7 +140,7 @@ class Turn:
 
 
 def room_noise(seconds: float, seed: int, dbfs: float = ROOM_DBFS) -> np.ndarray:
-    return np.random.default_rng(seed).normal(0, 10 ** (dbfs / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
+    return room(seconds, np.random.default_rng(seed), dbfs)
 
 
 async def command(

@@ -14,14 +14,12 @@ same way; evaluation uses held-out commands, voices and rates only.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from tools.corpus import ROOM_DBFS, Speech, speak_timed
-from tools.speech import speak, trimmed
+from tools.corpus import Speech, heldout_commands, room, speak_timed
+from tools.speech import loud_span, speak, trimmed
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 HESITATIONS = ("uh", "um")
@@ -50,10 +48,6 @@ class PausedCommand:
     pause_end: int
 
 
-def room(seconds: float, rng: np.random.Generator) -> np.ndarray:
-    return rng.normal(0, 10 ** (ROOM_DBFS / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
-
-
 def pause_audio(seconds: float, hesitation: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
     """``seconds`` of the room, with the hesitation's speech (if any) in it, a little before its middle."""
     if hesitation is None:
@@ -72,10 +66,7 @@ def splits(text: str) -> list[tuple[str, str]]:
 def pause_corpus(count: int, seed: int = 0) -> list[PausedCommand]:
     """``count`` held-out commands (the demo model's held-out list, its voices), each paused at one place, the
     places taken so that every place of every command comes up in turn; rates 140-190, pauses 0.3-1.2 s."""
-    from wyoming_qwen3.model.catalogue import resolve_model
-
-    demo = resolve_model("demo", [], Path("."))
-    utterances = json.loads((demo.path / "heldout.json").read_text())["utterances"]
+    utterances = heldout_commands()
     rng = np.random.default_rng(seed)
     made: list[PausedCommand] = []
     index = 0
@@ -111,13 +102,11 @@ def pause_corpus(count: int, seed: int = 0) -> list[PausedCommand]:
 def _trimmed_speech(speech: Speech) -> Speech:
     """The speech without espeak-ng's silence around it, its word times moved to match (and without the word
     event at -1 that libespeak-ng sometimes adds at the end of a text after a number)."""
-    loud = np.flatnonzero(np.abs(speech.audio) > 0.02)
-    if not loud.size:
-        return speech
-    start = loud[0] / SAMPLE_RATE
+    span = loud_span(speech.audio)
+    start = span.start / SAMPLE_RATE
     return Speech(
         speech.text,
-        speech.audio[loud[0] : loud[-1] + 1],
+        speech.audio[span],
         [(characters, max(0.0, at - start)) for characters, at in speech.word_starts if characters >= 0],
     )
 

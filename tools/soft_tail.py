@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from tools.corpus import speak_timed, with_soft_last_word
+from tools.corpus import heldout_commands, speak_timed, with_soft_last_word
 from tools.ha_client import Turn, command
 from tools.in_process import serving
 from wyoming_qwen3.backends.base import Backend
-from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.grammar import Grammar
 from wyoming_qwen3.server.handler import HandlerConfig
 from wyoming_qwen3.server.turn import TurnSettings
@@ -46,8 +43,7 @@ class SoftTail:
 def corpus(count: int, seed: int = 0, softer_db: tuple[float, float] = (20.0, 30.0)) -> list[SoftTail]:
     """The first ``count`` held-out commands with more than one word group, their last one 20-30 dB (``softer_db``)
     softer after a 0.3-0.8 s pause."""
-    demo = resolve_model("demo", [], Path("."))
-    utterances = json.loads((demo.path / "heldout.json").read_text())["utterances"]
+    utterances = heldout_commands()
     rng = np.random.default_rng(seed)
     made = []
     for index, utterance in enumerate(utterances):

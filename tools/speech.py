@@ -60,11 +60,16 @@ def speak(text: str, voice: str = "en-us", speed: int = 175, pitch: int = 50) ->
     return to_16khz(["-t", "wav"], espeak_wav(text, voice, speed, pitch))
 
 
+def loud_span(samples: np.ndarray, floor: float = 0.02) -> slice:
+    """From the first to the last sample above ``floor`` (all of them where none is)."""
+    loud = np.flatnonzero(np.abs(samples) > floor)
+    return slice(int(loud[0]), int(loud[-1]) + 1) if loud.size else slice(0, samples.shape[0])
+
+
 def trimmed(samples: np.ndarray, floor: float = 0.02) -> np.ndarray:
     """The samples from the first to the last one above ``floor``: speech without espeak-ng's own silence
     around it (up to 0.3 s at each end, which would lengthen any pause put between two parts)."""
-    loud = np.flatnonzero(np.abs(samples) > floor)
-    return samples[loud[0] : loud[-1] + 1] if loud.size else samples
+    return samples[loud_span(samples, floor)]
 
 
 def speak_pcm(text: str, *sox_args: str, voice: str = "en-us") -> Speech:
