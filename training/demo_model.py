@@ -201,6 +201,13 @@ def main() -> None:
         help="least probability of an early token, saved with the model (default: 0.9)",
     )
     parser.add_argument("--init", type=Path, help="continue training this demo model instead of starting afresh")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="draw of the training utterances (texts, voices, rates, augmentation); a new one when continuing "
+        "gives the model speech it has not memorised (default: 1)",
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
     began = time.time()
@@ -220,12 +227,12 @@ def main() -> None:
     params = sum(p.numel() for p in model.parameters())
     print(f"{params / 1e6:.2f} M parameters, vocabulary {len(tokenizer)}", flush=True)
 
-    rng = random.Random(1)
+    rng = random.Random(args.seed)
     train_voices = [a + v for a in TRAIN_ACCENTS for v in TRAIN_VARIANTS]
     salad = int(args.train * args.salad)
-    texts = [c.text for c in commands(args.train - salad, False, seed=1)] + word_salad(salad, seed=4)
+    texts = [c.text for c in commands(args.train - salad, False, args.seed)] + word_salad(salad, args.seed + 3)
     trainer = Trainer(QwenAsrModel(model, processor, torch.device("cpu")), args.prefix)
-    train = synthesize_examples(trainer.qwen, [(t, rng.choice(train_voices)) for t in texts], 1, True)
+    train = synthesize_examples(trainer.qwen, [(t, rng.choice(train_voices)) for t in texts], args.seed, True)
     heldout_pairs = heldout_utterances(100, seed=2)
     print(f"synthesized {len(train)} utterances in {time.time() - began:.0f} s", flush=True)
 
@@ -305,6 +312,7 @@ def main() -> None:
         "prefix_fraction": args.prefix,
         "parameters": params,
         "train_utterances": len(train),
+        "train_seed": args.seed,
         "train_voices": train_voices,
         "heldout_voices": HELDOUT_VOICES,
         "steps": step,
