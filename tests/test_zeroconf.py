@@ -68,6 +68,9 @@ def test_server_is_announced_with_its_port_and_withdrawn_on_shutdown(scripted_mo
         addresses = [socket.inet_ntoa(a) for a in info.addresses]
         assert addresses == ["127.0.0.1"]
         assert "0.0.0.0" not in addresses
+        # Announced, but useless to every other host: the log says so and what to bind instead.
+        assert "a loopback address that no other host can reach" in server.log()
+        assert "bind --uri tcp://0.0.0.0:" in server.log()
     finally:
         assert server.stop() == 0, server.log()
     try:

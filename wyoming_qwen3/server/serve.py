@@ -146,6 +146,13 @@ async def serve_socket(
             host = routable_address(server.host)
         except OSError as err:
             raise StartupError(f"cannot announce over zeroconf: {err}") from err
+        if ipaddress.ip_address(host).is_loopback:
+            _LOGGER.warning(
+                "--zeroconf announces %s, a loopback address that no other host can reach: to be found by "
+                "Home Assistant on another machine, bind --uri tcp://0.0.0.0:%s (or this machine's LAN address)",
+                host,
+                server.port,
+            )
         bound_to_all = ipaddress.ip_address(socket.gethostbyname(server.host)).is_unspecified
         announcement = ServiceAnnouncement(args.zeroconf, host, server.port, all_interfaces=bound_to_all)
     stop = asyncio.Event()
