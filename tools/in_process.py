@@ -26,17 +26,24 @@ from wyoming_qwen3.model.catalogue import ResolvedModel, resolve_model
 from wyoming_qwen3.model.qwen import QwenAsrModel
 from wyoming_qwen3.server.handler import HandlerConfig, Qwen3EventHandler
 from wyoming_qwen3.server.info import build_info
+from wyoming_qwen3.server.speech_activity import DetectorPool
 
 
 @contextlib.asynccontextmanager
-async def serving(backend: Backend, config: HandlerConfig | None = None) -> AsyncIterator[int]:
-    """The real handler serving ``backend`` in this process on a loopback port (yielded)."""
+async def serving(
+    backend: Backend, config: HandlerConfig | None = None, detectors: DetectorPool | None = None
+) -> AsyncIterator[int]:
+    """The real handler serving ``backend`` in this process on a loopback port (yielded); its VAD detectors
+    from ``detectors`` (a pool of its own if None), as the server's from its one pool."""
     model = ResolvedModel(backend.name, Path("."), backend.name, "https://example.invalid")
     info = build_info(model, backend.name, backend.supported_languages)
     port = free_port()
     server = AsyncTcpServer("127.0.0.1", port)
     settings = config or HandlerConfig()
-    await server.start(lambda *a: Qwen3EventHandler(*a, info=info, backend=backend, config=settings))
+    detectors = detectors if detectors is not None else DetectorPool()
+    await server.start(
+        lambda *a: Qwen3EventHandler(*a, info=info, backend=backend, config=settings, detectors=detectors)
+    )
     try:
         yield port
     finally:

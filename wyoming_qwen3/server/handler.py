@@ -36,7 +36,7 @@ from ..model.languages import UnknownLanguageError, resolve_language
 from .audio import AudioFormatError, AudioNormalizer
 from .emission_log import EmissionLog
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
-from .speech_activity import SpeechActivity, load_detector
+from .speech_activity import DetectorPool, SpeechActivity
 from .turn import TurnSettings
 from .utterance import StreamLimits, Utterance
 
@@ -128,6 +128,7 @@ class Qwen3EventHandler(AsyncEventHandler):
         info: Info,
         backend: Backend,
         config: HandlerConfig,
+        detectors: DetectorPool,
     ) -> None:
         super().__init__(reader, writer)
         self._info_event = info.event()
@@ -142,7 +143,9 @@ class Qwen3EventHandler(AsyncEventHandler):
         # that follows it is not transcribed with some other language instead.
         self._refused = False
         self._connected = True
-        #: The VAD, loaded at the connection's first stream and reset for each (None until then).
+        #: The VAD, taken from the server's pool at the connection's first stream, reset for each, and
+        #: given back when the connection ends (None until then).
+        self._detectors = detectors
         self._detector: Any = None
         peer = writer.get_extra_info("peername")
         self._client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "client"
@@ -225,7 +228,13 @@ class Qwen3EventHandler(AsyncEventHandler):
 
     async def disconnect(self) -> None:
         self._connected = False
+        stream = self._stream
         self._drop_stream()
+        if self._detector is not None:
+            if stream is not None:
+                await stream.until_heard()  # its VAD batch under way is the last use of the detector
+            self._detectors.give_back(self._detector)
+            self._detector = None
 
     # -- events ---------------------------------------------------------------
 
@@ -284,7 +293,7 @@ class Qwen3EventHandler(AsyncEventHandler):
             await self._send_error("Transcription failed; see the server log", "transcription-failed")
             return
         if self._detector is None:
-            self._detector = await asyncio.to_thread(load_detector)
+            self._detector = await self._detectors.take()
         activity = SpeechActivity(self._detector)
         target = self._config.emission_log
         self._stream = Utterance(

@@ -26,6 +26,7 @@ from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
 from .handler import HandlerConfig, Qwen3EventHandler
 from .info import build_info
+from .speech_activity import DetectorPool
 from .turn import TurnSettings
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
@@ -107,7 +108,7 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
         _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", grammar.language)
     config = handler_config(args, language, grammar)
     info = build_info(model, backend.name, backend.supported_languages, endpointing=args.endpointing)
-    handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config)
+    handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config, detectors=DetectorPool())
     try:
         if isinstance(server, AsyncStdioServer):
             await serve_stdio(handler_factory, f"{model.name} ({backend.name} backend)")
