@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tools.client import Reply, stream
-from tools.server_process import add_server_arguments, server_flags, start_server
+from tools.plots import pyplot
+from tools.server_process import add_server_arguments, memory_kib, server_flags, start_server
 from tools.speech import Speech, as_speech, speak
 from tools.wer import wer
 from wyoming_qwen3.model.catalogue import resolve_model
@@ -68,12 +69,7 @@ def process_stats(pid: int) -> tuple[float, int]:
     """(CPU seconds, peak resident KiB) of a process, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])
-    peak = next(
-        int(line.split()[1])
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-        if line.startswith("VmHWM")
-    )
-    return ticks / 100.0, peak
+    return ticks / 100.0, memory_kib(pid, "VmHWM")
 
 
 def corpus(model_path: Path, limit: int) -> list[Utterance]:
@@ -143,12 +139,8 @@ def faster_whisper_peer() -> str:
 
 
 def plot(rows: list[Row], path: Path) -> str:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return "skipped: matplotlib is not installed"
     figure, axis = plt.subplots(figsize=(7, 4))
     axis.scatter(

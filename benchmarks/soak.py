@@ -24,16 +24,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from wyoming.asr import Transcribe
-from wyoming.audio import AudioChunk, AudioStart
-
-from tools.client import connect, describe, stream
+from tools.client import describe, stream
 from tools.corpus import heldout_commands
-from tools.server_process import ServerProcess, start_server
+from tools.plots import pyplot
+from tools.server_process import ServerProcess, memory_kib, start_server
 from tools.speech import Speech, as_speech, speak
-
-#: Home Assistant 2026.11's chunk: 10 ms.
-CHUNK_SECONDS = 0.01
 
 
 @dataclass
@@ -66,28 +61,6 @@ class Soak:
         return (self.after_hangups[-1] - self.after_hangups[0]) / self.after_hangups[0]
 
 
-def resident_mib(pid: int) -> float:
-    """Resident memory of a process now (VmRSS), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-async def hang_up_midway(server: ServerProcess, speech: Speech) -> None:
-    """Start a command, send half its audio, and close the connection without audio-stop."""
-    frame = speech.width * speech.channels
-    step = int(speech.rate * CHUNK_SECONDS) * frame
-    half = len(speech.audio) // 2
-    async with connect(server.host, server.port) as client:
-        await client.write_event(Transcribe(language="en").event())
-        await client.write_event(AudioStart(speech.rate, speech.width, speech.channels).event())
-        for start in range(0, half, step):
-            chunk = AudioChunk(speech.rate, speech.width, speech.channels, speech.audio[start : start + step])
-            await client.write_event(chunk.event())
-            await asyncio.sleep(0)
-
-
 async def settled(server: ServerProcess) -> None:
     """Wait until the server has dealt with what was sent (a describe answered, then a moment for the
     inference thread to drop a hung-up stream's work)."""
@@ -106,26 +79,27 @@ async def soak(server: ServerProcess, corpus: list[Speech], args: argparse.Names
         result.empty += not text
         result.changed += first.setdefault(index, text) != text
         if count % args.every == 0:
-            result.resident.append((count, round(resident_mib(pid), 1)))
+            result.resident.append((count, round(memory_kib(pid) / 1024, 1)))
             elapsed = time.monotonic() - began
             print(f"{count} commands: {result.resident[-1][1]} MiB ({elapsed:.0f} s)", flush=True)
     for round_index in range(args.rounds):
+        # Each client sends half its command as fast as the server takes it, then hangs up.
+        speeches = [corpus[(round_index + i) % len(corpus)] for i in range(args.hangups)]
         await asyncio.gather(
-            *(hang_up_midway(server, corpus[(round_index + i) % len(corpus)]) for i in range(args.hangups))
+            *(
+                stream(server.host, server.port, s, language="en", speed=None, hang_up_after_s=s.seconds / 2)
+                for s in speeches
+            )
         )
         await settled(server)
-        result.after_hangups.append(round(resident_mib(pid), 1))
+        result.after_hangups.append(round(memory_kib(pid) / 1024, 1))
         print(f"hang-up round {round_index + 1}: {result.after_hangups[-1]} MiB", flush=True)
     result.seconds = round(time.monotonic() - began, 1)
 
 
 def plot(result: Soak, path: Path) -> str:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return "skipped: matplotlib is not installed"
     figure, (commands, hangups) = plt.subplots(1, 2, figsize=(9, 3.5), width_ratios=(3, 1))
     commands.plot(*zip(*result.resident, strict=True), marker=".")

@@ -108,28 +108,33 @@ async def stream(
     send_stop: bool = True,
     last: str = "transcript-stop",
     timeout: float = 120.0,
+    hang_up_after_s: float | None = None,
 ) -> Reply:
     """Send one utterance in ``chunk_seconds`` chunks at ``speed`` x real time (None: as fast as possible),
-    and read until the ``last`` event type (or an ``error``)."""
+    and read until the ``last`` event type (or an ``error``). ``hang_up_after_s``: send that much audio, then
+    close the connection, no ``audio-stop``, nothing read (a satellite that drops mid-command)."""
     reply = Reply()
     frame = speech.width * speech.channels
     step = max(1, int(speech.rate * chunk_seconds)) * frame
+    audio = speech.audio if hang_up_after_s is None else speech.audio[: int(hang_up_after_s * speech.rate) * frame]
     async with connect(host, port) as client:
         await client.write_event(Transcribe(language=language, transcript_names=names).event())
         await client.write_event(AudioStart(speech.rate, speech.width, speech.channels).event())
         began = time.perf_counter()
         reader = asyncio.create_task(read_until(client, reply, last, began, timeout))
         try:
-            for index, start in enumerate(range(0, len(speech.audio), step)):
+            for index, start in enumerate(range(0, len(audio), step)):
                 if reader.done():
                     break
-                chunk = AudioChunk(speech.rate, speech.width, speech.channels, speech.audio[start : start + step])
+                chunk = AudioChunk(speech.rate, speech.width, speech.channels, audio[start : start + step])
                 await client.write_event(chunk.event())
                 if speed is not None:  # paced against the clock, not by sleeping per chunk, so the rate holds
                     delay = began + (index + 1) * chunk_seconds / speed - time.perf_counter()
                     if delay > 0:
                         await asyncio.sleep(delay)
             reply.last_audio_s = time.perf_counter() - began
+            if hang_up_after_s is not None:
+                return reply
             if send_stop and not reader.done():
                 reply.audio_stop_s = time.perf_counter() - began
                 await client.write_event(AudioStop().event())

@@ -13,6 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def memory_kib(pid: int | str, field: str = "VmRSS") -> int:
+    """A memory figure of a process from ``/proc/PID/status`` (``VmRSS`` resident now, ``VmHWM`` its peak), in KiB;
+    ``pid`` may be ``"self"``."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} for process {pid}")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

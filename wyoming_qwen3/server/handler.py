@@ -35,6 +35,7 @@ from ..backends.base import Backend, SessionOptions
 from ..model.languages import UnknownLanguageError, resolve_language
 from .audio import AudioFormatError, AudioNormalizer
 from .emission_log import EmissionLog
+from .memory import return_free_memory
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
 from .speech_activity import DetectorPool, SpeechActivity
 from .turn import TurnSettings
@@ -235,6 +236,7 @@ class Qwen3EventHandler(AsyncEventHandler):
                 await stream.until_heard()  # its VAD batch under way is the last use of the detector
             self._detectors.give_back(self._detector)
             self._detector = None
+        await asyncio.to_thread(return_free_memory)  # what the connection's utterances freed (``memory``)
 
     # -- events ---------------------------------------------------------------
 
