@@ -46,7 +46,7 @@ from tools.speech import speak
 from tools.wer import normalize
 from wyoming_qwen3.backends.base import SessionOptions, Speculation
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.model.grammar import Grammar
+from wyoming_qwen3.model.grammar import Grammars
 from wyoming_qwen3.server.turn import TurnSettings
 
 #: What the model has heard of a pause when the endpoint decides (turn.kept_silence_seconds).
@@ -135,7 +135,8 @@ def main() -> None:
     backend.executor.shutdown()
 
     rule = TurnSettings()
-    grammar = Grammar.load(DEMO_FOLDER)
+    grammars = Grammars.load(DEMO_FOLDER)
+    grammar = grammars.of("English") if grammars is not None else None
     assert grammar is not None
     judges: dict[str, Judge] = {
         "rule": lambda s, a: rule.sounds_complete(s),

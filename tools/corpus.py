@@ -12,6 +12,7 @@ import ctypes.util
 import functools
 import json
 import random
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,19 +26,36 @@ from wyoming_qwen3.model.grammar import GRAMMAR_FILE
 
 #: The demo model's folder, as the server finds it.
 DEMO_FOLDER = resolve_model("demo", [], Path(".")).path
-#: The grammar: the demo model's own file, which the server's endpointing reads too.
-_GRAMMAR = json.loads((DEMO_FOLDER / GRAMMAR_FILE).read_text())
-AREAS: list[str] = _GRAMMAR["slots"]["area"]
-DEVICES: list[str] = _GRAMMAR["slots"]["device"]
-COVERS: list[str] = _GRAMMAR["slots"]["cover"]
-DOORS: list[str] = _GRAMMAR["slots"]["door"]
-NUMBERS: list[str] = _GRAMMAR["slots"]["number"]
-TEMPLATES: list[str] = _GRAMMAR["templates"]
+#: The grammars: the demo model's own file, which the server's endpointing reads too.
+_GRAMMARS = {g["language"]: g for g in json.loads((DEMO_FOLDER / GRAMMAR_FILE).read_text())["grammars"]}
+
+
+@dataclass(frozen=True)
+class CommandSet:
+    """One language's commands as the grammar file gives them: templates with slots, and each slot's words."""
+
+    language: str
+    templates: list[str]
+    slots: dict[str, list[str]]
+
+
+ENGLISH = CommandSet("English", _GRAMMARS["English"]["templates"], _GRAMMARS["English"]["slots"])
+#: Mandarin commands, spoken by espeak-ng's ``cmn`` voice: written without spaces, a character a unit.
+CHINESE = CommandSet("Chinese", _GRAMMARS["Chinese"]["templates"], _GRAMMARS["Chinese"]["slots"])
+AREAS: list[str] = ENGLISH.slots["area"]
+DEVICES: list[str] = ENGLISH.slots["device"]
+COVERS: list[str] = ENGLISH.slots["cover"]
+DOORS: list[str] = ENGLISH.slots["door"]
+NUMBERS: list[str] = ENGLISH.slots["number"]
+TEMPLATES: list[str] = ENGLISH.templates
 
 #: espeak-ng voices: accents and variants. Evaluation voices are never trained on.
 TRAIN_ACCENTS = ["en-us", "en-gb", "en-gb-scotland", "en-029", "en-gb-x-gbclan"]
 TRAIN_VARIANTS = ["", "+m1", "+m2", "+m3", "+m4", "+f1", "+f2", "+f3", "+klatt"]
 HELDOUT_VOICES = ["en-us-nyc+m7", "en-gb-x-rp+f4", "en-gb-x-gbcwmd+m5", "en-us+f5"]
+#: espeak-ng has one Mandarin voice; its variants stand in for speakers, and these four are never trained on.
+MANDARIN_TRAIN_VOICES = ["cmn" + v for v in TRAIN_VARIANTS]
+MANDARIN_HELDOUT_VOICES = ["cmn+m7", "cmn+f4", "cmn+m5", "cmn+f5"]
 
 
 @dataclass(frozen=True)
@@ -47,15 +65,11 @@ class Command:
     signature: tuple[int, str, str]
 
 
-def fill(template_index: int, rng: random.Random) -> Command:
-    template = TEMPLATES[template_index]
-    slots = {
-        "area": rng.choice(AREAS),
-        "device": rng.choice(DEVICES),
-        "number": rng.choice(NUMBERS),
-        "cover": rng.choice(COVERS),
-        "door": rng.choice(DOORS),
-    }
+def fill(template_index: int, rng: random.Random, language: CommandSet = ENGLISH, **chosen: str) -> Command:
+    """A template of ``language`` with its slots filled at random, or with the ``chosen`` words."""
+    template = language.templates[template_index]
+    slots = {name: rng.choice(language.slots[name]) for name in ("area", "device", "number", "cover", "door")}
+    slots.update(chosen)
     used = [name for name in ("area", "device", "number", "cover", "door") if "{" + name + "}" in template]
     values = [slots[name] for name in used] + ["", ""]
     return Command(template.format(**slots), (template_index, values[0], values[1]))
@@ -66,11 +80,11 @@ def is_heldout(signature: tuple[int, str, str]) -> bool:
     return sum(ord(c) for c in f"{signature}") % 7 == 0
 
 
-def commands(count: int, heldout: bool, seed: int) -> list[Command]:
+def commands(count: int, heldout: bool, seed: int, language: CommandSet = ENGLISH) -> list[Command]:
     rng = random.Random(seed)
     out: list[Command] = []
     while len(out) < count:
-        command = fill(rng.randrange(len(TEMPLATES)), rng)
+        command = fill(rng.randrange(len(language.templates)), rng, language)
         if is_heldout(command.signature) == heldout:
             out.append(command)
     return out
@@ -81,28 +95,29 @@ def heldout_commands() -> list[dict[str, str]]:
     return json.loads((DEMO_FOLDER / "heldout.json").read_text())["utterances"]
 
 
-def heldout_utterances(count: int, seed: int) -> list[tuple[str, str]]:
-    """(text, voice) of held-out commands, the held-out voices taken in turn."""
-    return [(c.text, HELDOUT_VOICES[i % len(HELDOUT_VOICES)]) for i, c in enumerate(commands(count, True, seed))]
+def heldout_utterances(count: int, seed: int, language: CommandSet = ENGLISH) -> list[tuple[str, str]]:
+    """(text, voice) of held-out commands, the language's held-out voices taken in turn."""
+    voices = HELDOUT_VOICES if language is ENGLISH else MANDARIN_HELDOUT_VOICES
+    return [(c.text, voices[i % len(voices)]) for i, c in enumerate(commands(count, True, seed, language))]
 
 
-def word_salad(count: int, seed: int) -> list[str]:
+def word_salad(count: int, seed: int, language: CommandSet = ENGLISH) -> list[str]:
     """Random runs of the grammar's words: speech the sentence patterns cannot predict.
 
     Trained on commands alone, the decoder learns which slot values follow
     which template and overrules the audio for combinations it never saw
     ("play music in the basement" came out as "bedroom"); these make it listen.
+    Mandarin's runs are of its slot words and the templates' pieces between slots, with no spaces.
     """
     rng = random.Random(seed)
-    vocabulary = sorted(
-        {
-            w
-            for phrase in AREAS + DEVICES + COVERS + DOORS + NUMBERS + TEMPLATES
-            for w in phrase.replace("{", " ").replace("}", " ").split()
-            if w not in ("area", "device", "number", "cover", "door")
-        }
-    )
-    return [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8))) for _ in range(count)]
+    pieces = [*(v for values in language.slots.values() for v in values), *language.templates]
+    if language is ENGLISH:
+        pieces = [w for phrase in pieces for w in phrase.replace("{", " ").replace("}", " ").split()]
+    else:
+        pieces = [p for phrase in pieces for p in re.split(r"\{\w+\}", phrase) if p]
+    vocabulary = sorted(set(pieces) - set(language.slots))
+    joiner = " " if language is ENGLISH else ""
+    return [joiner.join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8))) for _ in range(count)]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from tools.corpus import heldout_commands, speak_timed, with_soft_last_word
 from tools.ha_client import Turn, command
 from tools.in_process import serving
 from wyoming_qwen3.backends.base import Backend
-from wyoming_qwen3.model.grammar import Grammar
+from wyoming_qwen3.model.grammar import Grammars
 from wyoming_qwen3.server.handler import HandlerConfig
 from wyoming_qwen3.server.turn import TurnSettings
 
@@ -59,12 +59,12 @@ def corpus(count: int, seed: int = 0, softer_db: tuple[float, float] = (20.0, 30
 
 
 async def compare(
-    backend: Backend, audio: np.ndarray, seed: int = 0, grammar: Grammar | None = None
+    backend: Backend, audio: np.ndarray, seed: int = 0, grammars: Grammars | None = None
 ) -> dict[str, tuple[Turn, Turn]]:
     """Per mode: (the server as it is, the same server holding nothing back), all four streamed at once
-    (``grammar``: the model folder's commands, as the server reads them)."""
+    (``grammars``: the model folder's commands, as the server reads them)."""
     runs = [
-        (mode, silence, TurnSettings(endpointing=silence is None, kept_silence_seconds=kept, grammar=grammar))
+        (mode, silence, TurnSettings(endpointing=silence is None, kept_silence_seconds=kept, grammars=grammars))
         for mode, silence in MODES.items()
         for kept in (TurnSettings.kept_silence_seconds, math.inf)
     ]

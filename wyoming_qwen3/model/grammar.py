@@ -9,8 +9,9 @@ commands; the model's end probability and a list of unfinished endings judged
 46 of 100 pauses complete, Home Assistant's grammar with names as wildcards 13,
 Smart Turn v3.2 71. The demo model ships the grammar it was trained on.
 
-The file: ``{"language": "English", "templates": ["turn on the {area} {device}", ...],
-"slots": {"area": ["kitchen", ...], ...}}``.
+The file, one grammar per language: ``{"grammars": [{"language": "English", "templates":
+["turn on the {area} {device}", ...], "slots": {"area": ["kitchen", ...], ...}}, ...]}``. A language
+written without spaces (Chinese: ``"打开{area}的{device}"``) is matched with its spaces ignored.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..backends.text_units import is_unspaced
 
 GRAMMAR_FILE = "grammar.json"
 
@@ -31,7 +34,7 @@ class GrammarError(ValueError):
 
 def words_of(text: str) -> str:
     """Lower case, punctuation dropped, one space between words: how texts are compared with the grammar."""
-    return " ".join(re.sub(r"[.,!?;:]", " ", text.lower()).split())
+    return " ".join(re.sub(r"[.,!?;:。，、！？；：]", " ", text.lower()).split())
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class Grammar:
     #: Qwen3-ASR language name of the sentences: other languages are not judged by it.
     language: str
     patterns: tuple[re.Pattern[str], ...]
+    #: Written without spaces: texts are matched with theirs removed.
+    unspaced: bool = False
 
     @classmethod
     def from_dict(cls, data: object) -> Grammar:
@@ -56,23 +61,60 @@ class Grammar:
             for values in slots.values()
         ):
             raise GrammarError("'slots' must map each slot name to a list of words")
-        alternatives = {name: "|".join(re.escape(words_of(v)) for v in values) for name, values in slots.items()}
+        unspaced = any(is_unspaced(c) for c in "".join(templates))
+        joiner = "" if unspaced else " "
+
+        def words(text: str) -> list[str]:
+            """A template's words and slots (its characters and slots where no spaces are written)."""
+            if not unspaced:
+                return words_of(text).split()
+            return [part for part in re.split(r"(\{\w+\})", words_of(text).replace(" ", "")) if part]
+
+        alternatives = {
+            name: "|".join(re.escape(joiner.join(words(v))) for v in values) for name, values in slots.items()
+        }
         patterns = []
         for template in templates:
             parts = []
-            for word in words_of(template).split():
+            for word in words(template):
                 slot = _SLOT.fullmatch(word)
                 if slot is None and ("{" in word or "}" in word):
                     raise GrammarError(f"template {template!r}: a slot must be a word of its own: {word!r}")
                 if slot is not None and slot[1] not in alternatives:
                     raise GrammarError(f"template {template!r} uses a slot with no values: {slot[1]}")
                 parts.append(f"(?:{alternatives[slot[1]]})" if slot else re.escape(word))
-            patterns.append(re.compile(" ".join(parts)))
-        return cls(language, tuple(patterns))
+            patterns.append(re.compile(joiner.join(parts)))
+        return cls(language, tuple(patterns), unspaced)
+
+    def is_command(self, text: str) -> bool:
+        """Whether ``text`` is one of the sentences, whole."""
+        words = words_of(text)
+        if self.unspaced:
+            words = words.replace(" ", "")
+        return any(pattern.fullmatch(words) for pattern in self.patterns)
+
+
+@dataclass(frozen=True)
+class Grammars:
+    """A model folder's commands, one grammar per language."""
+
+    grammars: tuple[Grammar, ...]
 
     @classmethod
-    def load(cls, folder: Path) -> Grammar | None:
-        """The grammar of a model folder; None where it has none."""
+    def from_dict(cls, data: object) -> Grammars:
+        if not isinstance(data, dict) or not isinstance(data.get("grammars"), list) or not data["grammars"]:
+            raise GrammarError("'grammars' must be a list of grammars, one per language")
+        grammars = []
+        for index, grammar in enumerate(data["grammars"]):
+            try:
+                grammars.append(Grammar.from_dict(grammar))
+            except GrammarError as err:
+                raise GrammarError(f"grammar {index + 1}: {err}") from err
+        return cls(tuple(grammars))
+
+    @classmethod
+    def load(cls, folder: Path) -> Grammars | None:
+        """The grammars of a model folder; None where it has none."""
         path = folder / GRAMMAR_FILE
         if not path.is_file():
             return None
@@ -81,7 +123,10 @@ class Grammar:
         except (OSError, json.JSONDecodeError, GrammarError) as err:
             raise GrammarError(f"{path}: {err}") from err
 
-    def is_command(self, text: str) -> bool:
-        """Whether ``text`` is one of the sentences, whole."""
-        words = words_of(text)
-        return any(pattern.fullmatch(words) for pattern in self.patterns)
+    def of(self, language: str) -> Grammar | None:
+        """The grammar of a language (a Qwen3-ASR language name), None where there is none."""
+        return next((g for g in self.grammars if g.language == language), None)
+
+    @property
+    def languages(self) -> list[str]:
+        return [g.language for g in self.grammars]

@@ -20,7 +20,7 @@ from wyoming.server import AsyncServer, AsyncStdioServer, AsyncTcpServer
 from ..backends.base import Backend
 from ..backends.loading import BackendLoadError, choose_backend, create_backend
 from ..model.catalogue import ModelNotFoundError, ResolvedModel, check_backend, resolve_model
-from ..model.grammar import Grammar, GrammarError
+from ..model.grammar import GrammarError, Grammars
 from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
 from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
@@ -40,9 +40,9 @@ class StartupError(Exception):
 
 
 def handler_config(
-    args: argparse.Namespace, default_language: str | None, grammar: Grammar | None = None
+    args: argparse.Namespace, default_language: str | None, grammars: Grammars | None = None
 ) -> HandlerConfig:
-    """The settings every connection shares (``grammar``: the model folder's commands, see ``turn``)."""
+    """The settings every connection shares (``grammars``: the model folder's commands, see ``turn``)."""
     return HandlerConfig(
         default_language=default_language,
         context=args.context,
@@ -57,7 +57,7 @@ def handler_config(
             endpointing=args.endpointing,
             complete_silence_seconds=args.endpoint_silence,
             incomplete_silence_seconds=args.endpoint_max_silence,
-            grammar=grammar,
+            grammars=grammars,
         ),
     )
 
@@ -101,12 +101,13 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
     except UnknownLanguageError as err:
         raise StartupError(str(err)) from err
     try:
-        grammar = Grammar.load(model.path)
+        grammars = Grammars.load(model.path)
     except GrammarError as err:
         raise StartupError(str(err)) from err
-    if grammar is not None and args.endpointing:
-        _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", grammar.language)
-    config = handler_config(args, language, grammar)
+    if grammars is not None and args.endpointing:
+        languages = " or ".join(grammars.languages)
+        _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", languages)
+    config = handler_config(args, language, grammars)
     info = build_info(model, backend.name, backend.supported_languages, endpointing=args.endpointing)
     handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config, detectors=DetectorPool())
     try:

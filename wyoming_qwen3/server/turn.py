@@ -16,8 +16,8 @@ complete, after a longer one while it does not (the model's probability of the
 end of the text after it, a last word that cannot end a command: "set a timer
 for" ... "ten minutes", and, where the model folder lists its commands, being
 one of them whole: "open the dining room" ... "curtains"). Where the backend
-gives no end probability (mlx), or the language has no such list, the turn ends
-after the longer silence only.
+gives no end probability (mlx), or the language has neither such a list nor
+the model's commands, the turn ends after the longer silence only.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..backends.base import Speculation
-from ..model.grammar import Grammar
+from ..model.grammar import Grammars
 
 #: Last words after which a command goes on, whatever the silence: articles, prepositions, conjunctions and
 #: possessives, in the languages Home Assistant's users speak most. A language not here gets no "complete":
@@ -70,9 +70,9 @@ class TurnSettings:
     end_probability: float = 0.5
     #: With endpointing: a stream with no speech for this long gets an empty transcript.
     no_speech_seconds: float = 8.0
-    #: The model folder's commands (``grammar``): where given, a text in its language sounds complete only as one
-    #: of them, whole (a paused "open the dining room" is not).
-    grammar: Grammar | None = None
+    #: The model folder's commands (``grammar``): where given, a text in one of their languages sounds complete only
+    #: as one of its commands, whole (a paused "open the dining room" is not).
+    grammars: Grammars | None = None
 
     def sounds_complete(self, speculation: Speculation) -> bool:
         """Whether the transcript the speaker would get now reads as a whole command."""
@@ -80,14 +80,15 @@ class TurnSettings:
         if not words:
             return False
         unfinished = UNFINISHED_ENDINGS.get(speculation.language)
-        # No "complete" without evidence: the model's end probability and a list of the language's words.
-        if unfinished is None or speculation.end_probability is None:
+        grammar = self.grammars.of(speculation.language) if self.grammars is not None else None
+        # No "complete" without evidence: the model's end probability, and a list of the language's words or
+        # its commands.
+        if (unfinished is None and grammar is None) or speculation.end_probability is None:
             return False
         last = words[-1].strip(".,!?;:'’").lower()  # "l'", "d'": an elided article
-        if last in unfinished or speculation.end_probability < self.end_probability:
+        if (unfinished is not None and last in unfinished) or speculation.end_probability < self.end_probability:
             return False
-        grammar = self.grammar
-        return grammar is None or grammar.language != speculation.language or grammar.is_command(speculation.text)
+        return grammar is None or grammar.is_command(speculation.text)
 
     def silence_to_end(self, speculation: Speculation | None) -> float:
         """The silence after which the turn ends, given what the speaker would get now (None: not known yet)."""
