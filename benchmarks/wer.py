@@ -1,13 +1,21 @@
-"""Word error rate of the demo model on its held-out set, offline and streamed through the server.
+"""Word error rate of the demo model on its held-out sets, offline and streamed through the server.
 
 The held-out utterances (wyoming_qwen3/model/demo/heldout.json) are word combinations
 and voices the model never heard in training; they are spoken again here with
 espeak-ng, then transcribed offline in-process and streamed through a real
-server in 10 ms chunks as Home Assistant sends them.
+server in 10 ms chunks as Home Assistant sends them. ``--set`` picks the set:
 
-Usage: script/benchmark wer [--speed 1.0] [--limit N] [--model demo] [--quantize int8] [--json FILE]
-                            [--border-seconds S] [--min-probability P] [--tuning-seed N]
-                            [--step-seconds S] [--encoder-window S] [--stream-window S] [--trailing-noise]
+- ``commands`` (default): Home Assistant style commands; ``--unrelated-bytes N`` sends each with a list of
+  names that none of them says, up to N bytes (the server's bound is 512), as ``transcribe`` names;
+- ``named``: commands that say a home's own made-up name, never trained on, each once with the name among
+  16 others in ``transcribe`` and once with no names: the gain of the context;
+- ``mandarin``: Mandarin commands (``language zh``), scored by characters, with whether the streamed deltas
+  came as whole characters before the audio ended.
+
+Usage: script/benchmark wer [--set commands|named|mandarin] [--unrelated-bytes N] [--speed 1.0] [--limit N]
+                            [--model demo] [--quantize int8] [--json FILE] [--border-seconds S]
+                            [--min-probability P] [--tuning-seed N] [--step-seconds S] [--encoder-window S]
+                            [--stream-window S] [--trailing-noise]
 """
 
 from __future__ import annotations
@@ -15,23 +23,104 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tools.client import stream
+from tools.client import Reply, stream
 from tools.corpus import heldout_utterances, with_trailing_noise
-from tools.server_process import add_server_arguments, server_flags, start_server
+from tools.names import heldout_names, name_list
+from tools.server_process import ServerProcess, add_server_arguments, server_flags, start_server
 from tools.speech import as_speech, speak
-from tools.wer import normalize, wer
+from tools.wer import cer, normalize, wer
+from wyoming_qwen3.backends.text_units import is_unspaced
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.languages import LANGUAGE_NAMES
 from wyoming_qwen3.model.qwen import QwenAsrModel
+from wyoming_qwen3.server.handler import build_context
+
+#: Seed of the unrelated list of ``--unrelated-bytes``.
+_UNRELATED_SEED = 7
+
+
+@dataclass(frozen=True)
+class Item:
+    """One utterance to score: its reference, audio, and the names sent with it."""
+
+    text: str
+    audio: np.ndarray
+    names: list[str] | None = None
+
+
+@dataclass
+class Scored:
+    """One pass over a set: offline and streamed transcripts."""
+
+    label: str
+    offline: list[tuple[str, str]]
+    streamed: list[tuple[str, str]]
+    replies: list[Reply]
+    #: Each utterance's length.
+    seconds: list[float]
+
+
+def run(
+    label: str, items: list[Item], qwen: QwenAsrModel, server: ServerProcess, language: str, speed: float
+) -> Scored:
+    """Transcribe ``items`` offline (the context and language as the server builds them) and streamed."""
+    name = LANGUAGE_NAMES[language]
+    offline = [(i.text, qwen.transcribe(i.audio, build_context("", i.names or []), name).text) for i in items]
+    replies = [
+        asyncio.run(stream(server.host, server.port, as_speech(i.audio), language=language, names=i.names, speed=speed))
+        for i in items
+    ]
+    streamed = [(i.text, r.text) for i, r in zip(items, replies, strict=True)]
+    return Scored(label, offline, streamed, replies, [len(i.audio) / SAMPLE_RATE for i in items])
+
+
+def report(scored: Scored, by_characters: bool) -> dict[str, object]:
+    """Error rates, equality and early text of one pass, printed and returned."""
+    rate = cer if by_characters else wer
+    longer = [r for r, seconds in zip(scored.replies, scored.seconds, strict=True) if seconds > 2.0]
+    early = sum(r.partial_before_end for r in longer)
+    same = sum(normalize(o) == normalize(s) for (_, o), (_, s) in zip(scored.offline, scored.streamed, strict=True))
+    empty = sum(not s.strip() for _, s in scored.streamed)
+    unit = "CER" if by_characters else "WER"
+    result: dict[str, object] = {
+        "utterances": len(scored.offline),
+        f"{unit.lower()}_offline": round(rate(scored.offline), 4),
+        f"{unit.lower()}_streaming": round(rate(scored.streamed), 4),
+        "streaming_equals_offline": same,
+        "partials_before_end_on_utterances_over_2s": f"{early}/{len(longer)}",
+        "empty_streamed_transcripts": empty,
+    }
+    print(
+        f"{scored.label}: {len(scored.offline)} held-out utterances: {unit} offline {rate(scored.offline):.1%}, "
+        f"streamed {rate(scored.streamed):.1%}; {same} streamed transcripts equal the offline ones; "
+        f"partial text before the end on {early} of {len(longer)} utterances over 2 s; {empty} empty",
+        flush=True,
+    )
+    if by_characters:
+        deltas = [d for r in scored.replies for d in r.chunks if r.first_chunk_s is not None]
+        whole = sum(all(is_unspaced(c) for c in d.strip()) and "\ufffd" not in d for d in deltas)
+        result["deltas_of_whole_characters"] = f"{whole}/{len(deltas)}"
+        print(f"  {whole} of {len(deltas)} deltas are whole characters, no spaces", flush=True)
+    for (reference, o), (_, s) in zip(scored.offline, scored.streamed, strict=True):
+        if normalize(o) != normalize(reference) or normalize(s) != normalize(reference):
+            print(f"  ref: {reference}\n  off: {o}\n  str: {s}")
+    return {**result, "offline": scored.offline, "streamed": scored.streamed}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=("commands", "named", "mandarin"), default="commands")
+    parser.add_argument(
+        "--unrelated-bytes", type=int, default=0, help="commands: send a list of names none says, up to N bytes"
+    )
     parser.add_argument("--speed", type=float, default=1.0, help="x real time for streaming (default: 1.0)")
     parser.add_argument("--limit", type=int, help="only the first N utterances")
     parser.add_argument("--model", default="demo", help="the demo model or a folder like it (default: demo)")
@@ -49,37 +138,52 @@ def main() -> None:
     args = parser.parse_args()
 
     model = resolve_model(args.model, [], Path("."))
-    if args.tuning_seed is None:
-        heldout = json.loads((model.path / "heldout.json").read_text())["utterances"][: args.limit]
-    else:  # other held-out combinations, so that thresholds are not chosen on the test set
-        heldout = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
-    audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout]
+    heldout = json.loads((model.path / "heldout.json").read_text())
+    if args.set == "commands" and args.tuning_seed is not None:
+        # other held-out combinations, so that thresholds are not chosen on the test set
+        utterances = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
+    else:
+        utterances = heldout[{"commands": "utterances"}.get(args.set, args.set)][: args.limit]
+    audio = [speak(u["text"], u["voice"], 165, 50) for u in utterances]
     if args.trailing_noise:
         rng = np.random.default_rng(5)
         audio = [with_trailing_noise(a, rng.uniform(0, 2.5), rng) for a in audio]
+    unrelated: list[str] | None = None
+    if args.unrelated_bytes:
+        listed = name_list(64, random.Random(_UNRELATED_SEED), exclude=frozenset(heldout_names()))
+        unrelated = []
+        for name in listed.split(", "):
+            if len(", ".join([*unrelated, name]).encode()) > args.unrelated_bytes:
+                break
+            unrelated.append(name)
+    # (label, whether each utterance goes with the context held out with it)
+    passes = [("the name among 16 in the context", True), ("no names", False)] if args.set == "named" else []
+    if args.set == "commands":
+        passes = [("commands" + (f", {args.unrelated_bytes} bytes of unrelated names" if unrelated else ""), False)]
+    elif args.set == "mandarin":
+        passes = [("Mandarin", False)]
     qwen = QwenAsrModel.load(model.path, "cpu", args.encoder_window, quantize=args.quantize)
-    offline = [(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout, audio, strict=True)]
-
+    results: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory() as folder:
         flags = [*server_flags(args), "--quantize", args.quantize]
         server = start_server(Path(args.model), Path(folder) / "server.log", *flags)
         try:
-            replies = [
-                asyncio.run(stream(server.host, server.port, as_speech(a), language="en", speed=args.speed))
-                for a in audio
-            ]
+            for label, with_context in passes:
+                items = [
+                    Item(u["text"], a, u["context"].split(", ") if with_context else unrelated)
+                    for u, a in zip(utterances, audio, strict=True)
+                ]
+                language = "zh" if args.set == "mandarin" else "en"
+                scored = run(label, items, qwen, server, language, args.speed)
+                results[label] = report(scored, by_characters=args.set == "mandarin")
         finally:
             server.stop()
-    streamed = [(u["text"], r.text) for u, r in zip(heldout, replies, strict=True)]
-    longer = [r for r, a in zip(replies, audio, strict=True) if len(a) > 2 * SAMPLE_RATE]
-    early = sum(r.partial_before_end for r in longer)
-    same = sum(normalize(o) == normalize(s) for (_, o), (_, s) in zip(offline, streamed, strict=True))
-    result = {
-        "utterances": len(heldout),
-        "wer_offline": round(wer(offline), 4),
-        "wer_streaming": round(wer(streamed), 4),
-        "streaming_equals_offline": same,
-        "partials_before_end_on_utterances_over_2s": f"{early}/{len(longer)}",
+    if args.set == "named":
+        with_names, without = (results[label]["wer_streaming"] for label, _ in passes)
+        print(f"the context cuts the streamed WER on a home's own names from {without:.1%} to {with_names:.1%}")
+    settings = {
+        "set": args.set,
+        "unrelated_bytes": args.unrelated_bytes,
         "speed": args.speed,
         "trailing_noise": args.trailing_noise,
         "quantize": args.quantize,
@@ -87,16 +191,8 @@ def main() -> None:
         "border_seconds": args.border_seconds,
         "min_probability": args.min_probability,
     }
-    print(
-        f"{len(heldout)} held-out utterances: WER offline {result['wer_offline']:.1%}, "
-        f"streamed {result['wer_streaming']:.1%}; {same} streamed transcripts equal the offline ones; "
-        f"partial words before the end on {early} of {len(longer)} utterances over 2 s"
-    )
-    for (reference, o), (_, s) in zip(offline, streamed, strict=True):
-        if normalize(o) != normalize(reference) or normalize(s) != normalize(reference):
-            print(f"  ref: {reference}\n  off: {o}\n  str: {s}")
     if args.json:
-        args.json.write_text(json.dumps({**result, "offline": offline, "streamed": streamed}, indent=1) + "\n")
+        args.json.write_text(json.dumps({**settings, "passes": results}, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

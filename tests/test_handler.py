@@ -18,7 +18,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.event import Event, read_event, write_event
 from wyoming.info import Describe
 
-from tools.speech import Speech
+from tools.speech import Speech, pcm16, speak
 from wyoming_qwen3.backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.server.handler import HandlerConfig
@@ -257,3 +257,45 @@ def test_detectors_are_reused_from_connection_to_connection_and_given_back_after
 
     asyncio.run(main())
     backend.executor.shutdown()
+
+
+class NothingBackend(WordsBackend):
+    """Writes nothing, whatever it hears: a model a long list of names has confused."""
+
+    def create_session(self, options: SessionOptions) -> StreamingSession:
+        return NothingSession()
+
+
+class NothingSession(WordsSession):
+    def feed(self, audio: np.ndarray) -> str:
+        return ""
+
+    def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
+        return FinalDelta("", "English")
+
+
+@pytest.mark.parametrize("names", [["living room lamp 1", "living room lamp 2"], None])
+def test_nothing_written_for_speech_with_names_in_the_context_is_a_warning(
+    names: list[str] | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The demo model of 2026-12-05 returned empty transcripts with 20 similar names in its context, and no log line
+    said so. Without names an empty transcript of speech is the model's own (a cough, a word it missed): no
+    warning."""
+    backend = NothingBackend()
+    pcm = pcm16(np.concatenate([speak("turn on the kitchen lights"), np.zeros(SAMPLE_RATE // 2, np.float32)]))
+    events = utterance_events(pcm)
+    events[0] = Transcribe(language="en", transcript_names=names).event()
+
+    async def main() -> list[Event]:
+        async with serving(backend) as port:
+            return await exchange(port, events, until="transcript-stop")
+
+    with caplog.at_level(logging.WARNING):
+        received = asyncio.run(main())
+    backend.executor.shutdown()
+    assert received[-2].type == "transcript" and received[-2].data["text"] == ""
+    warned = [r.getMessage() for r in caplog.records if "wrote nothing for the sound it heard" in r.getMessage()]
+    if names:
+        assert len(warned) == 1 and "38 bytes of names and terms" in warned[0], caplog.text
+    else:
+        assert not warned, caplog.text

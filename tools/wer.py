@@ -1,11 +1,18 @@
-"""Word error rate, as every figure of the project computes it: lower case, punctuation to spaces."""
+"""Word and character error rates, as every figure of the project computes them: lower case, punctuation to spaces.
+
+Languages written without spaces (Mandarin) are scored by characters, spaces ignored.
+"""
 
 from __future__ import annotations
 
 
 def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     """(edit distance in words, reference words)."""
-    ref, hyp = reference.split(), hypothesis.split()
+    return edit_distance(reference.split(), hypothesis.split())
+
+
+def edit_distance(ref: list[str], hyp: list[str]) -> tuple[int, int]:
+    """(edit distance, length of the reference)."""
     row = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
         previous, row[0] = row[0], i
@@ -26,3 +33,12 @@ def wer(pairs: list[tuple[str, str]]) -> float:
         e, n = word_errors(normalize(reference), normalize(hypothesis))
         errors, words = errors + e, words + n
     return errors / max(words, 1)
+
+
+def cer(pairs: list[tuple[str, str]]) -> float:
+    """Character error rate of (reference, hypothesis) pairs, normalized, spaces ignored."""
+    errors = characters = 0
+    for reference, hypothesis in pairs:
+        e, n = edit_distance(list(normalize(reference).replace(" ", "")), list(normalize(hypothesis).replace(" ", "")))
+        errors, characters = errors + e, characters + n
+    return errors / max(characters, 1)

@@ -26,10 +26,10 @@ import torch
 from tools.alignment_heads import find_heads, synthesize
 from tools.corpus import (
     AREAS,
-    COVERS,
+    CHINESE,
     DEVICES,
-    DOORS,
     HELDOUT_VOICES,
+    MANDARIN_TRAIN_VOICES,
     TEMPLATES,
     TRAIN_ACCENTS,
     TRAIN_VARIANTS,
@@ -41,10 +41,11 @@ from tools.corpus import (
     with_trailing_noise,
     word_salad,
 )
+from tools.names import heldout_named, heldout_names, name_list, named_command, training_name
 from tools.pauses import pause_corpus, paused_speech
 from tools.random_model import ModelShape, build_tokenizer, create_model, create_processor
 from tools.speech import speak, trimmed
-from tools.wer import wer
+from tools.wer import cer, wer
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
@@ -73,6 +74,16 @@ STOPPED_FRACTION = 1 / 3
 #: Of the augmented commands, the share spoken with a pause at a random place (``tools.pauses``); their cut
 #: example is the words before the pause and part of the pause.
 PAUSED_FRACTION = 0.4
+#: Names and terms in a training step's context, drawn once per batch so that its padding stays short: none
+#: for a third of the steps, else up to the server's bound (a whole home's entities, 512 bytes).
+CONTEXT_SIZES = (0, 0, 0, 2, 4, 8, 16, 32, 64)
+#: How often a command that says a home's own name has it in its context; the rest must be spelled from the
+#: audio, so the model learns both to read the list and not to depend on it.
+NAME_IN_CONTEXT = 0.8
+#: Held-out rare-name commands: the spoken name among this many others.
+HELDOUT_CONTEXT_NAMES = 16
+#: Held-out commands that say a held-out made-up name.
+HELDOUT_NAMED = 60
 
 
 @dataclass
@@ -83,6 +94,19 @@ class Example:
     #: The audio cut inside a word, and the words wholly heard before the cut.
     prefix_features: torch.Tensor | None = None
     prefix_text: str = ""
+    language: str = "English"
+    #: A made-up name the command says, which its context may hold.
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Script:
+    """What to synthesize: a text, a voice, its language, and the made-up name it says (if any)."""
+
+    text: str
+    voice: str
+    language: str = "English"
+    name: str = ""
 
 
 def tokenizer_corpus() -> list[str]:
@@ -91,10 +115,11 @@ def tokenizer_corpus() -> list[str]:
     return [words, numbers, "language English", "sixty seventy eighty ninety degrees percent minutes"] * 4
 
 
-def synthesize_examples(qwen: QwenAsrModel, texts_voices, seed: int, augmented: bool) -> list[Example]:  # noqa: ANN001
+def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, augmented: bool) -> list[Example]:
     rng = np.random.default_rng(seed)
     examples = []
-    for text, voice in texts_voices:
+    for script in scripts:
+        text, voice = script.text, script.voice
         speed, pitch = int(rng.integers(130, 200)), int(rng.integers(30, 70))
         if augmented and len(text.split()) > 1 and rng.random() < PAUSED_FRACTION:
             speech, stopped = paused_speech(text, voice, speed, pitch, rng)
@@ -108,7 +133,17 @@ def synthesize_examples(qwen: QwenAsrModel, texts_voices, seed: int, augmented: 
             prefix, heard = stopped.audio, stopped.text
         else:
             prefix, heard = speech.cut_inside_word(rng)
-        examples.append(Example(qwen.features(speech.audio).clone(), text, voice, qwen.features(prefix).clone(), heard))
+        examples.append(
+            Example(
+                qwen.features(speech.audio).clone(),
+                text,
+                voice,
+                qwen.features(prefix).clone(),
+                heard,
+                script.language,
+                script.name,
+            )
+        )
     return examples
 
 
@@ -120,8 +155,9 @@ class Trainer:
         self.prefix_fraction = prefix_fraction
         self.tokenizer = qwen.tokenizer
         self.rng = random.Random(0)
+        self.heldout_names = frozenset(heldout_names())
 
-    def sample(self, example: Example) -> tuple[torch.Tensor, list[int], int]:
+    def sample(self, example: Example, context: str) -> tuple[torch.Tensor, list[int], int]:
         """Input embeddings, answer ids and where the answer starts."""
         features, text = example.features, example.text
         # A streaming step transcribes audio that stops mid-sentence, often mid-word; trained on
@@ -129,12 +165,8 @@ class Trainer:
         if example.prefix_features is not None and self.rng.random() < self.prefix_fraction:
             features, text = example.prefix_features, example.prefix_text
         forced = self.rng.random() < 0.5
-        # Names and terms as Home Assistant sends them: a few, or a whole home's (up to 24; with 3 at most
-        # in training, 20 names made the model write names it never heard).
-        names = self.rng.choice([3, 3, 8, 16, 24])
-        context = ", ".join(self.rng.sample(AREAS + DEVICES + COVERS + DOORS, names)) if self.rng.random() < 0.3 else ""
-        prompt = self.qwen.prompt_ids(context, "English" if forced else None)
-        answer = ("" if forced else "language English<asr_text>") + text
+        prompt = self.qwen.prompt_ids(context, example.language if forced else None)
+        answer = ("" if forced else f"language {example.language}<asr_text>") + text
         answer_ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"] + [
             self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         ]
@@ -143,6 +175,13 @@ class Trainer:
             [self.qwen.embed_tokens(prompt.prefix)[0], audio, self.qwen.embed_tokens(prompt.suffix + answer_ids)[0]]
         )
         return embeds, answer_ids, len(prompt.prefix) + audio.shape[0] + len(prompt.suffix)
+
+    def context(self, example: Example, size: int) -> str:
+        """Names and terms as Home Assistant sends them: a home's, up to the server's bound; a command that says
+        a made-up name mostly has it among them."""
+        if example.name and self.rng.random() < NAME_IN_CONTEXT:
+            return name_list(max(size, 1), self.rng, example.name, self.heldout_names)
+        return name_list(size, self.rng, exclude=self.heldout_names)
 
     def spec_augment(self, features: torch.Tensor) -> torch.Tensor:
         """Mask a random band of mel bins and of frames, differently every epoch."""
@@ -159,7 +198,8 @@ class Trainer:
         return features
 
     def loss(self, batch: list[Example]) -> torch.Tensor:
-        samples = [self.sample(e) for e in batch]
+        size = self.rng.choice(CONTEXT_SIZES)
+        samples = [self.sample(e, self.context(e, size)) for e in batch]
         length = max(s[0].shape[0] for s in samples)
         hidden = samples[0][0].shape[1]
         embeds = torch.zeros(len(samples), length, hidden)
@@ -202,6 +242,12 @@ def main() -> None:
     )
     parser.add_argument("--init", type=Path, help="continue training this demo model instead of starting afresh")
     parser.add_argument(
+        "--mandarin", type=int, default=0, help="of the training utterances, Mandarin ones (default: 0)"
+    )
+    parser.add_argument(
+        "--named", type=float, default=0.0, help="fraction of English commands that say a made-up name (default: 0)"
+    )
+    parser.add_argument(
         "--seed",
         type=int,
         default=1,
@@ -229,11 +275,23 @@ def main() -> None:
 
     rng = random.Random(args.seed)
     train_voices = [a + v for a in TRAIN_ACCENTS for v in TRAIN_VARIANTS]
-    salad = int(args.train * args.salad)
-    texts = [c.text for c in commands(args.train - salad, False, args.seed)] + word_salad(salad, args.seed + 3)
+    english = args.train - args.mandarin
+    salad = int(english * args.salad)
+    named = int((english - salad) * args.named)
+    scripts = [Script(c.text, rng.choice(train_voices)) for c in commands(english - salad - named, False, args.seed)]
+    scripts += [Script(t, rng.choice(train_voices)) for t in word_salad(salad, args.seed + 3)]
+    names_rng, exclude = random.Random(args.seed + 5), frozenset(heldout_names())
+    for command in (named_command(training_name(names_rng, exclude), names_rng) for _ in range(named)):
+        scripts.append(Script(command.command.text, rng.choice(train_voices), name=command.name))
+    mandarin_salad = int(args.mandarin * args.salad)
+    mandarin = [c.text for c in commands(args.mandarin - mandarin_salad, False, args.seed, CHINESE)]
+    mandarin += word_salad(mandarin_salad, args.seed + 4, CHINESE)
+    scripts += [Script(t, rng.choice(MANDARIN_TRAIN_VOICES), "Chinese") for t in mandarin]
     trainer = Trainer(QwenAsrModel(model, processor, torch.device("cpu")), args.prefix)
-    train = synthesize_examples(trainer.qwen, [(t, rng.choice(train_voices)) for t in texts], args.seed, True)
+    train = synthesize_examples(trainer.qwen, scripts, args.seed, True)
     heldout_pairs = heldout_utterances(100, seed=2)
+    mandarin_pairs = heldout_utterances(100, seed=2, language=CHINESE)
+    heldout_rare = heldout_named(HELDOUT_NAMED, HELDOUT_CONTEXT_NAMES)
     print(f"synthesized {len(train)} utterances in {time.time() - began:.0f} s", flush=True)
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
@@ -287,6 +345,21 @@ def main() -> None:
     paused_heads_wer = wer(
         [(p.first, qwen.transcribe(p.audio[: p.pause_start + int(0.3 * SAMPLE_RATE)]).text) for p in paused]
     )
+    # A home's own names (held out, never trained) with and without them in the context; the ordinary commands
+    # with an unrelated list as long as the server's bound; Mandarin.
+    named_audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout_rare]
+    named_with = wer(
+        [(u["text"], qwen.transcribe(a, u["context"]).text) for u, a in zip(heldout_rare, named_audio, strict=True)]
+    )
+    named_without = wer([(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout_rare, named_audio, strict=True)])
+    unrelated = name_list(64, random.Random(7), exclude=frozenset(heldout_names()))
+    listed_wer = wer([(t, qwen.transcribe(spoken[t], unrelated).text) for t, _ in heldout_pairs])
+    mandarin_cer = cer([(t, qwen.transcribe(speak(t, v, 165, 50)).text) for t, v in mandarin_pairs])
+    print(
+        f"named: WER {named_with:.3f} with the name in the context, {named_without:.3f} without; "
+        f"with {len(unrelated.encode())} bytes of unrelated names {listed_wer:.3f}; Mandarin CER {mandarin_cer:.3f}",
+        flush=True,
+    )
     print(
         f"held-out WER (offline): {heldout_wer:.3f}; with 0-2.5 s of trailing noise {trailing_wer:.3f}; "
         f"the words before a pause {heads_wer:.3f}; paused anywhere {paused_wer:.3f}, the words before those "
@@ -303,12 +376,24 @@ def main() -> None:
     # streams 5.3% (equal to offline) and early words on 44 of 59.
     AlignmentHeads(heads.heads, args.border, args.min_probability).save(args.out / "alignment_heads.json")
     (args.out / "heldout.json").write_text(
-        json.dumps({"utterances": [{"text": t, "voice": v} for t, v in heldout_pairs]}, indent=1) + "\n"
+        json.dumps(
+            {
+                "utterances": [{"text": t, "voice": v} for t, v in heldout_pairs],
+                "named": heldout_rare,
+                "mandarin": [{"text": t, "voice": v} for t, v in mandarin_pairs],
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+        + "\n"
     )
     card = {
         "made_by": "script/make-demo-model " + " ".join(sys.argv[1:]),
         "continued_from": previous_card,
         "word_salad_fraction": args.salad,
+        "mandarin_utterances": args.mandarin,
+        "named_fraction": args.named,
+        "name_in_context_fraction": NAME_IN_CONTEXT,
         "prefix_fraction": args.prefix,
         "parameters": params,
         "train_utterances": len(train),
@@ -322,6 +407,10 @@ def main() -> None:
         "heldout_wer_offline_words_before_a_pause": round(heads_wer, 4),
         "heldout_wer_offline_paused_anywhere": round(paused_wer, 4),
         "heldout_wer_offline_words_before_a_pause_anywhere": round(paused_heads_wer, 4),
+        "heldout_wer_offline_named_in_context": round(named_with, 4),
+        "heldout_wer_offline_named_not_in_context": round(named_without, 4),
+        "heldout_wer_offline_unrelated_list_512_bytes": round(listed_wer, 4),
+        "heldout_cer_offline_mandarin": round(mandarin_cer, 4),
         "stopped_fraction": STOPPED_FRACTION,
         "paused_fraction": PAUSED_FRACTION,
     }

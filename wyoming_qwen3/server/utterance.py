@@ -329,6 +329,14 @@ class Utterance:
             self._received_samples / SAMPLE_RATE,
             self._sent,
         )
+        if not self._sent and self._speech_detected and self._options.context:
+            # The demo model of 2026-12-05 returned nothing for commands with 20 similar names in its context.
+            _LOGGER.warning(
+                "%s: the model wrote nothing for the sound it heard, with %d bytes of names and terms in its context; "
+                "if this repeats, the context may be the cause",
+                self._client,
+                len(self._options.context.encode()),
+            )
         await self._send(Transcript(text=self._sent, language=language).event())
         await self._send(TranscriptStop().event())
 
