@@ -157,11 +157,11 @@ def main() -> None:
                 break
             unrelated.append(name)
     # (label, whether each utterance goes with the context held out with it)
-    passes = [("the name among 16 in the context", True), ("no names", False)] if args.set == "named" else []
-    if args.set == "commands":
-        passes = [("commands" + (f", {args.unrelated_bytes} bytes of unrelated names" if unrelated else ""), False)]
-    elif args.set == "mandarin":
-        passes = [("Mandarin", False)]
+    passes = {
+        "commands": [("commands" + (f", {args.unrelated_bytes} bytes of unrelated names" if unrelated else ""), False)],
+        "named": [("the name among 16 in the context", True), ("no names", False)],
+        "mandarin": [("Mandarin", False)],
+    }[args.set]
     qwen = QwenAsrModel.load(model.path, "cpu", args.encoder_window, quantize=args.quantize)
     results: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory() as folder:

@@ -5,6 +5,8 @@ Languages written without spaces (Mandarin) are scored by characters, spaces ign
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     """(edit distance in words, reference words)."""
@@ -28,17 +30,18 @@ def normalize(text: str) -> str:
 
 def wer(pairs: list[tuple[str, str]]) -> float:
     """Word error rate of (reference, hypothesis) pairs, both normalized."""
-    errors = words = 0
-    for reference, hypothesis in pairs:
-        e, n = word_errors(normalize(reference), normalize(hypothesis))
-        errors, words = errors + e, words + n
-    return errors / max(words, 1)
+    return _error_rate(pairs, str.split)
 
 
 def cer(pairs: list[tuple[str, str]]) -> float:
     """Character error rate of (reference, hypothesis) pairs, normalized, spaces ignored."""
-    errors = characters = 0
+    return _error_rate(pairs, lambda text: list(text.replace(" ", "")))
+
+
+def _error_rate(pairs: list[tuple[str, str]], units: Callable[[str], list[str]]) -> float:
+    """Edit distance over the reference's length, in ``units`` of the normalized texts, over all pairs."""
+    errors = total = 0
     for reference, hypothesis in pairs:
-        e, n = edit_distance(list(normalize(reference).replace(" ", "")), list(normalize(hypothesis).replace(" ", "")))
-        errors, characters = errors + e, characters + n
-    return errors / max(characters, 1)
+        e, n = edit_distance(units(normalize(reference)), units(normalize(hypothesis)))
+        errors, total = errors + e, total + n
+    return errors / max(total, 1)
