@@ -60,6 +60,7 @@ ENVIRONMENT = {
     "--encoder-window": ("4", 4.0),
     "--stream-window": ("8", 8.0),
     "--step-seconds": ("1", 1.0),
+    "--max-batch": ("4", 4),
     "--max-audio-seconds": ("12.5", 12.5),
     "--audio-timeout": ("3", 3.0),
     "--idle-timeout": ("30", 30.0),

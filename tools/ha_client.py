@@ -121,6 +121,8 @@ class Turn:
     speech_end_s: float = 0.0
     audio_stop_s: float | None = None
     transcript_s: float | None = None
+    #: The first transcript-chunk (a partial transcript, which Home Assistant ignores), if any.
+    first_chunk_s: float | None = None
     #: Events before the transcript (Home Assistant ignores them).
     types: list[str] = field(default_factory=list)
 
@@ -209,6 +211,8 @@ async def command(
                     turn.transcript_s = time.perf_counter() - began
                     return
                 turn.types.append(event.type)
+                if event.type == "transcript-chunk" and turn.first_chunk_s is None:
+                    turn.first_chunk_s = time.perf_counter() - began
 
         uploading, reading = asyncio.create_task(upload()), asyncio.create_task(receive())
         try:

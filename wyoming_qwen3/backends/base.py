@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.format import SAMPLE_RATE
-from .inference import InferenceExecutor
+from .inference import ForwardBatch, InferenceExecutor, Stepwise
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,17 @@ class StreamingSession(ABC):
         Audio given here goes straight into the final pass; no non-final step runs on it.
         """
 
+    def feed_stepwise(self, audio: np.ndarray) -> Stepwise[str]:
+        """``feed``, yielding its forward passes for the inference thread to batch with other streams'
+        (``inference``). By default it runs them itself."""
+        return self.feed(audio)
+        yield  # a generator that asks for no pass
+
+    def finish_stepwise(self, audio: np.ndarray | None = None) -> Stepwise[FinalDelta]:
+        """``finish``, yielding its forward passes as ``feed_stepwise`` does."""
+        return self.finish(audio)
+        yield
+
     def speculate(self, audio: np.ndarray | None = None) -> Speculation | None:
         """The final pass as if the speaker had finished (with ``audio`` added), leaving the session as it was.
 
@@ -88,11 +99,11 @@ class StreamingSession(ABC):
 class Backend(ABC):
     """A loaded model that makes sessions."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, forward_batch: ForwardBatch | None = None, max_batch: int = 1) -> None:
         #: Shown in ``info`` and logs.
         self.name = name
-        #: One inference at a time, final passes first (see ``inference``).
-        self.executor = InferenceExecutor()
+        #: One inference at a time, final passes first; streams' passes batched by ``forward_batch`` (``inference``).
+        self.executor = InferenceExecutor(forward_batch=forward_batch, max_batch=max_batch)
 
     @property
     @abstractmethod

@@ -369,10 +369,15 @@ class QwenAsrModel:
         was a quarter of a streaming step's prefill on the 0.6B shape.
         """
         positions = torch.arange(start, start + embeds.shape[1], device=self.device)
+        return self.forward_rows(embeds, positions.unsqueeze(0), cache, **kwargs)[0]
+
+    def forward_rows(self, embeds: torch.Tensor, positions: torch.Tensor, cache: Any, **kwargs: Any) -> torch.Tensor:
+        """Run the decoder on ``embeds`` [rows, tokens, hidden] at ``positions`` [rows, tokens]: the logits
+        [rows, vocab] of each row's last position."""
         hidden = self.decoder(
-            inputs_embeds=embeds, position_ids=positions.unsqueeze(0), past_key_values=cache, use_cache=True, **kwargs
+            inputs_embeds=embeds, position_ids=positions, past_key_values=cache, use_cache=True, **kwargs
         ).last_hidden_state
-        return self.model.lm_head(hidden[:, -1])[0]  # 2-D in: int8 (dynamic quantized) Linear wants a batch
+        return self.model.lm_head(hidden[:, -1])  # 2-D in: int8 (dynamic quantized) Linear wants a batch
 
     def decode_text(self, ids: list[int]) -> str:
         """Text of generated ids, special tokens dropped, ``<asr_text>`` kept."""

@@ -131,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"audio, and partial words come later (default: {STREAMING.step_seconds:g})",
     )
     add(
+        "--max-batch",
+        type=int,
+        default=STREAMING.max_batch,
+        metavar="STREAMS",
+        help="simulkv: most streams whose next tokens are decoded as one batch when several people speak at once; "
+        f"1 decodes every stream alone (default: {STREAMING.max_batch})",
+    )
+    add(
         "--max-audio-seconds",
         type=float,
         default=SERVING.max_audio_seconds,
@@ -259,6 +267,7 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
         "max_audio_seconds",
         "stream_window",
         "step_seconds",
+        "max_batch",
         "audio_timeout",
         "idle_timeout",
         "event_timeout",

@@ -34,7 +34,7 @@ from wyoming.error import Error
 from wyoming.event import Event
 
 from ..backends.base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
-from ..backends.inference import EARLY, FINAL
+from ..backends.inference import EARLY, FINAL, STEP
 from ..model.format import SAMPLE_RATE
 from ..model.languages import language_code
 from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer, loudest_frame_dbfs
@@ -257,13 +257,13 @@ class Utterance:
         Each step takes all the audio that came during the one before, so a slow machine
         streams at its own pace; once the stream is finishing, what is left goes to the final pass.
         """
-        loop = asyncio.get_running_loop()
         while self._pending and not self.finishing:
             audio = np.concatenate(self._pending)
             self._pending.clear()
             self._fed_samples += audio.shape[0]
             try:
-                delta = await loop.run_in_executor(self._backend.executor, self._session.feed, audio)
+                step = self._backend.executor.submit_stepwise(STEP, self._session.feed_stepwise, audio)
+                delta = await asyncio.wrap_future(step)
             except Exception:
                 await self._fail()
                 return
@@ -311,7 +311,7 @@ class Utterance:
                 final = await self._speculated()
             if final is None:
                 # Straight into the final pass, ahead of other streams' queued steps: the user is waiting.
-                future = self._backend.executor.submit_with_priority(FINAL, self._session.finish, pending)
+                future = self._backend.executor.submit_stepwise(FINAL, self._session.finish_stepwise, pending)
                 final = await asyncio.wrap_future(future)
         except Exception:
             await self._fail()

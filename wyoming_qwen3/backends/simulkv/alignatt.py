@@ -42,6 +42,17 @@ class AttentionRecorder:
         return torch.cat([self.rows[layer][:, start:stop] for layer in sorted(self.rows)], dim=0)
 
 
+def _record(recorder: AttentionRecorder, module: Any, query: torch.Tensor, key: torch.Tensor) -> None:
+    """Keep the alignment heads' attention of the newest position of ``query`` [1, heads, tokens, dim]."""
+    heads = recorder.heads_by_layer.get(module.layer_idx)
+    if heads is not None:
+        q = query[0, heads, -1:, :].float()  # [heads, 1, dim]
+        k = key[0, heads // module.num_key_value_groups].float()  # [heads, keys, dim]
+        # The newest position sees every key, so no mask applies to its row.
+        scores = torch.matmul(q, k.transpose(1, 2))[:, 0, :] * module.scaling
+        recorder.rows[module.layer_idx] = torch.softmax(scores, dim=-1)
+
+
 def _recording_attention(
     module: Any,
     query: torch.Tensor,
@@ -49,17 +60,24 @@ def _recording_attention(
     value: torch.Tensor,
     attention_mask: torch.Tensor | None,
     alignment_recorder: AttentionRecorder | None = None,
+    ragged_rows: Any = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, Any]:
-    """SDPA attention that also records alignment heads' weights when asked to."""
+    """SDPA attention that also records alignment heads' weights when asked to.
+
+    With ``ragged_rows`` (``batch.RaggedRows``: one new token per row, each row a stream), each row
+    attends to its own stream's cache, as it would alone.
+    """
+    if ragged_rows is not None:
+        outputs = []
+        for row, (cache, recorder) in enumerate(zip(ragged_rows.caches, ragged_rows.recorders, strict=True)):
+            layer = cache.layers[module.layer_idx]
+            row_query = query[row : row + 1]
+            _record(recorder, module, row_query, layer.keys)
+            outputs.append(sdpa_attention_forward(module, row_query, layer.keys, layer.values, None, **kwargs)[0])
+        return torch.cat(outputs, dim=0), None
     if alignment_recorder is not None:
-        heads = alignment_recorder.heads_by_layer.get(module.layer_idx)
-        if heads is not None:
-            q = query[0, heads, -1:, :].float()  # [heads, 1, dim]
-            k = key[0, heads // module.num_key_value_groups].float()  # [heads, keys, dim]
-            # The newest position sees every key, so no mask applies to its row.
-            scores = torch.matmul(q, k.transpose(1, 2))[:, 0, :] * module.scaling
-            alignment_recorder.rows[module.layer_idx] = torch.softmax(scores, dim=-1)
+        _record(alignment_recorder, module, query, key)
     return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
 
 

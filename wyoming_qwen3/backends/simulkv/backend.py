@@ -10,6 +10,7 @@ from ...model.catalogue import ResolvedModel
 from ...model.qwen import QwenAsrModel
 from ..base import Backend, SessionOptions
 from .alignatt import use_recording_attention
+from .batch import forward_tokens
 from .session import SimulKvSession
 from .settings import ALIGNMENT_HEADS_FILE, AlignmentHeads, AlignmentPolicy, SimulKvSettings
 
@@ -25,11 +26,11 @@ class SimulKvBackend(Backend):
         heads: AlignmentHeads | None = None,
         settings: SimulKvSettings | None = None,
     ) -> None:
-        super().__init__("simulkv")
+        self.settings = settings or SimulKvSettings()
+        super().__init__("simulkv", lambda passes: forward_tokens(model, passes), self.settings.max_batch)
         self.model = model
         text_config = model.text_config
         self.heads = heads or AlignmentHeads.default(text_config.num_hidden_layers, text_config.num_attention_heads)
-        self.settings = settings or SimulKvSettings()
         use_recording_attention(text_config)
 
     @classmethod
@@ -46,7 +47,10 @@ class SimulKvBackend(Backend):
             raise ValueError(f"cannot read alignment heads: {err}") from err
         policy = AlignmentPolicy.for_model(heads, options.border_seconds, options.min_probability)
         settings = SimulKvSettings(
-            policy=policy, step_seconds=options.step_seconds, stream_window_seconds=options.stream_window
+            policy=policy,
+            step_seconds=options.step_seconds,
+            stream_window_seconds=options.stream_window,
+            max_batch=options.max_batch,
         )
         if options.threads > 0:
             import torch

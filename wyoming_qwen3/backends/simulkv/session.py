@@ -6,6 +6,11 @@ reading audio well before the end of the buffer; a token that looks at the
 last ``border_seconds``, or that the model is unsure of (``min_probability``),
 waits for more audio. Emitted tokens are final.
 
+A step is written as a generator (``Stepwise``) that yields each token's
+decoder pass (``batch.TokenPass``) rather than running it, so that the
+inference thread can run the token passes of several streams as one batch;
+``feed`` and ``finish`` run the same generators alone.
+
 The decoder sequence is ``prefix | audio | suffix | answer so far | new``.
 Its KV cache is kept across steps and cropped, not rebuilt: the prompt prefix
 is computed once per session, and the audio tokens of encoder windows whose
@@ -37,9 +42,10 @@ from ...model.format import (
 )
 from ...model.qwen import QwenAsrModel
 from ..base import FinalDelta, SessionOptions, Speculation, StreamingSession
-from ..inference import Preempted
+from ..inference import Preempted, Stepwise, run_alone
 from ..text_units import SentText, begins_unit, normalize
 from .alignatt import AttentionRecorder, head_index
+from .batch import TokenPass, forward_tokens
 from .encoder_cache import AudioWindowCache, SavedWindows
 from .settings import AlignmentHeads, SimulKvSettings
 
@@ -211,12 +217,19 @@ class SimulKvSession(StreamingSession):
         self._finishing = True
 
     def feed(self, audio: np.ndarray) -> str:
+        return run_alone(self.feed_stepwise(audio), self._run_pass)
+
+    def feed_stepwise(self, audio: np.ndarray) -> Stepwise[str]:
         self._append(audio)
         if self._finishing or not self._step_due():
             return ""  # finishing: the final pass hears this audio, with no step before it
         self._cut_if_needed()
-        self._step(final=False)
+        yield from self._step(final=False)
         return self._sent.advance(self._text(final=False), final=False)
+
+    def _run_pass(self, token_pass: TokenPass) -> torch.Tensor:
+        """One token pass of this session alone."""
+        return forward_tokens(self._model, [token_pass])[0]
 
     def _utterance_samples(self) -> int:
         """Samples of the utterance so far, cut or buffered."""
@@ -242,10 +255,14 @@ class SimulKvSession(StreamingSession):
         return True
 
     def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
+        return run_alone(self.finish_stepwise(audio), self._run_pass)
+
+    def finish_stepwise(self, audio: np.ndarray | None = None) -> Stepwise[FinalDelta]:
         if audio is not None:
             self._append(audio)
             self._cut_if_needed()
-        return FinalDelta(text=self._final_pass(), language=self.language)
+        text = yield from self._final_pass()
+        return FinalDelta(text=text, language=self.language)
 
     def speculate(self, audio: np.ndarray | None = None) -> Speculation:
         if self._should_yield():
@@ -255,18 +272,18 @@ class SimulKvSession(StreamingSession):
         try:
             if audio is not None:
                 self._append(audio)  # not cut: the audio KV of the cache must stay as it is
-            self._final_pass()
+            run_alone(self._final_pass(), self._run_pass)  # alone: it yields to any other work
             return Speculation(self._sent.text, self.language, self._end_probability)
         finally:
             self._speculating = False
             self._restore(saved)
 
-    def _final_pass(self) -> str:
+    def _final_pass(self) -> Stepwise[str]:
         """Decode to the end over the whole buffer; the text not returned before."""
         self._end_probability = None
         if self._buffer.shape[0] > 0:
             self._forget_unsent_text()
-            self._step(final=True)
+            yield from self._step(final=True)
         return self._sent.advance(self._text(final=True), final=True)
 
     def _save(self) -> SavedState:
@@ -323,7 +340,7 @@ class SimulKvSession(StreamingSession):
         return Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])
 
     @torch.inference_mode()
-    def _step(self, final: bool) -> None:
+    def _step(self, final: bool) -> Stepwise[None]:
         new_seconds = self._unstepped / SAMPLE_RATE
         self._unstepped = 0
         self.stats.steps += 1
@@ -361,7 +378,7 @@ class SimulKvSession(StreamingSession):
             if index + 1 == limit:
                 break  # no token follows: its forward would be computed for nothing
             recorder = AttentionRecorder(self._heads_by_layer)
-            logits = model.forward(model.embed_tokens([token]), position, self._cache, alignment_recorder=recorder)
+            logits = yield TokenPass(token, position, self._cache, recorder)
             position += 1
         new_tokens, new_times = self._guarded(new_tokens, new_times, final, limit)
         self._committed += new_tokens

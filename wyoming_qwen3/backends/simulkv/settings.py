@@ -142,3 +142,5 @@ class SimulKvSettings:
     #: A detected language is committed once the buffer holds this much audio (the
     #: preamble ``language X<asr_text>`` is exempt from the border, so it would be on 0.5 s).
     language_seconds: float = 2.0
+    #: Most streams whose token passes run as one batch (``inference``); 1 runs every stream alone.
+    max_batch: int = 16

@@ -1,0 +1,214 @@
+"""Streams batched on the one inference thread: each as if it ran alone, and none waits for another's longer work.
+
+The scheduler is driven with stand-in forward passes; equality is shown on the
+demo model (held-out commands of different lengths, streams starting at
+different times) and on random weights of the real model's layout decoding on
+a script, batched against alone, delta by delta.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tools.corpus import heldout_utterances
+from tools.in_process import demo_backend
+from tools.scripted import ScriptedBackend
+from tools.speech import speak
+from wyoming_qwen3.backends.base import SessionOptions, StreamingSession
+from wyoming_qwen3.backends.inference import FINAL, STEP, InferenceExecutor
+from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
+from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.qwen import QwenAsrModel
+
+
+class Passes:
+    """A stand-in forward_batch: each request is (name, n), its result n + 1; the batches it saw."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def __call__(self, requests: list[tuple[str, int]]) -> list[int]:
+        self.batches.append([name for name, _ in requests])
+        return [n + 1 for _, n in requests]
+
+
+def counting(name: str, tokens: int, log: list[str]) -> Callable[[], Generator[Any, int, str]]:
+    """A stepwise call that asks for ``tokens`` passes, each sent the last one's result."""
+
+    def call() -> Generator[Any, int, str]:
+        n = 0
+        for _ in range(tokens):
+            n = yield (name, n)
+        log.append(name)
+        return f"{name}:{n}"
+
+    return call
+
+
+def blocked(executor: InferenceExecutor) -> threading.Event:
+    """Hold the inference thread until the event is set, so that what is submitted meanwhile queues."""
+    gate = threading.Event()
+    executor.submit(gate.wait)
+    return gate
+
+
+def test_queued_stepwise_calls_run_as_one_batch_and_each_returns_when_its_own_tokens_end() -> None:
+    passes = Passes()
+    executor = InferenceExecutor(forward_batch=passes, max_batch=8)
+    done: list[str] = []
+    gate = blocked(executor)
+    futures = [executor.submit_stepwise(STEP, counting(f"s{i}", tokens, done)) for i, tokens in enumerate((2, 5, 3))]
+    gate.set()
+    assert [f.result(timeout=5) for f in futures] == ["s0:2", "s1:5", "s2:3"]
+    executor.shutdown()
+    assert passes.batches == [["s0", "s1", "s2"], ["s0", "s1", "s2"], ["s1", "s2"], ["s1"], ["s1"]]
+    assert done == ["s0", "s2", "s1"]  # each settled when its own generator ended, not when the batch did
+
+
+def test_a_final_pass_joins_the_batch_under_way_at_its_next_token() -> None:
+    passes = Passes()
+    executor = InferenceExecutor(forward_batch=passes, max_batch=8)
+    final: list[Any] = []
+
+    def long_step() -> Generator[Any, int, str]:
+        n = 0
+        for index in range(40):
+            if index == 2:
+                final.append(executor.submit_stepwise(FINAL, counting("final", 2, [])))
+            n = yield ("step", n)
+        return "step"
+
+    step = executor.submit_stepwise(STEP, long_step)
+    assert step.result(timeout=5) == "step"
+    assert final[0].result(timeout=5) == "final:2"
+    executor.shutdown()
+    assert passes.batches[1:5] == [["step"], ["step", "final"], ["step", "final"], ["step"]]
+
+
+def test_max_batch_one_runs_stepwise_calls_one_after_another() -> None:
+    passes = Passes()
+    executor = InferenceExecutor(forward_batch=passes, max_batch=1)
+    gate = blocked(executor)
+    futures = [executor.submit_stepwise(STEP, counting(f"s{i}", 2, [])) for i in range(2)]
+    gate.set()
+    assert [f.result(timeout=5) for f in futures] == ["s0:2", "s1:2"]
+    executor.shutdown()
+    assert passes.batches == [["s0"], ["s0"], ["s1"], ["s1"]]
+
+
+def test_a_call_that_fails_leaves_the_others_in_its_batch_running() -> None:
+    executor = InferenceExecutor(forward_batch=Passes(), max_batch=8)
+
+    def failing() -> Generator[Any, int, str]:
+        yield ("bad", 0)
+        raise ValueError("this stream's own error")
+
+    gate = blocked(executor)
+    bad = executor.submit_stepwise(STEP, failing)
+    good = executor.submit_stepwise(STEP, counting("good", 3, []))
+    gate.set()
+    with pytest.raises(ValueError, match="own error"):
+        bad.result(timeout=5)
+    assert good.result(timeout=5) == "good:3"
+    executor.shutdown()
+
+
+def test_a_pass_that_fails_fails_every_call_in_it_and_the_thread_goes_on() -> None:
+    def out_of_memory(requests: list[Any]) -> list[Any]:
+        raise MemoryError("the batch")
+
+    executor = InferenceExecutor(forward_batch=out_of_memory, max_batch=8)
+    gate = blocked(executor)
+    futures = [executor.submit_stepwise(STEP, counting(f"s{i}", 2, [])) for i in range(2)]
+    gate.set()
+    for future in futures:
+        with pytest.raises(MemoryError):
+            future.result(timeout=5)
+    assert executor.submit(lambda: "next").result(timeout=5) == "next"
+    executor.shutdown()
+
+
+# -- equality on models ------------------------------------------------------
+
+#: Audio each feed call takes, as a slow machine's steps do (several steps' worth).
+FEED_SAMPLES = int(0.3 * SAMPLE_RATE)
+
+
+def alone(backend: SimulKvBackend, audio: np.ndarray) -> list[str]:
+    """One stream by itself: the delta of each feed, then the final delta."""
+    session = backend.create_session(SessionOptions(language="English"))
+    deltas = [session.feed(audio[i : i + FEED_SAMPLES]) for i in range(0, len(audio), FEED_SAMPLES)]
+    return [*deltas, session.finish().text]
+
+
+def together(backend: SimulKvBackend, audios: list[np.ndarray], starts: list[int]) -> list[list[str]]:
+    """The same streams at once through the inference thread, stream k joining at round ``starts[k]``: in each
+    round every stream still speaking queues its next feed (or, once its audio is over, its final pass), while the
+    thread is held, so that they run as one batch."""
+    sessions: list[StreamingSession] = [backend.create_session(SessionOptions(language="English")) for _ in audios]
+    deltas: list[list[str]] = [[] for _ in audios]
+    rounds = max(start + len(a) // FEED_SAMPLES + 2 for start, a in zip(starts, audios, strict=True))
+    for round_index in range(rounds):
+        gate = blocked(backend.executor)
+        futures = []
+        for index, (session, audio, start) in enumerate(zip(sessions, audios, starts, strict=True)):
+            offset = (round_index - start) * FEED_SAMPLES
+            if 0 <= offset < len(audio):
+                futures.append(
+                    (
+                        index,
+                        backend.executor.submit_stepwise(
+                            STEP, session.feed_stepwise, audio[offset : offset + FEED_SAMPLES]
+                        ),
+                    )
+                )
+            elif offset >= len(audio) and len(deltas[index]) == -(-len(audio) // FEED_SAMPLES):
+                futures.append((index, backend.executor.submit_stepwise(FINAL, session.finish_stepwise, None)))
+        gate.set()
+        for index, future in futures:
+            result = future.result(timeout=60)
+            deltas[index].append(result if isinstance(result, str) else result.text)
+    return deltas
+
+
+def assert_batched_equals_alone(backend: SimulKvBackend, audios: list[np.ndarray]) -> None:
+    starts = [index % 3 for index in range(len(audios))]
+    expected = [alone(backend, audio) for audio in audios]
+    batches: list[int] = []
+    forward_batch = backend.executor._forward_batch
+    assert forward_batch is not None
+    backend.executor._forward_batch = lambda requests: batches.append(len(requests)) or forward_batch(requests)
+    got = together(backend, audios, starts)
+    assert max(batches) >= 2, "the streams' token passes were not batched"
+    assert got == expected
+
+
+@pytest.fixture(scope="module")
+def demo() -> Generator[SimulKvBackend, None, None]:
+    backend = demo_backend("none")  # float32: int8's activation scale spans the batch (see docs/performance.md)
+    yield backend
+    backend.executor.shutdown()
+
+
+def test_demo_model_streams_batched_send_the_deltas_they_send_alone(demo: SimulKvBackend) -> None:
+    commands = heldout_utterances(6, seed=4)
+    audios = [speak(text, voice, 165, 50) for text, voice in commands]
+    assert len({len(a) // FEED_SAMPLES for a in audios}) > 1, "streams of different lengths"
+    assert_batched_equals_alone(demo, audios)
+
+
+def test_scripted_random_weights_batched_decode_the_tokens_they_decode_alone(tiny_model: Path) -> None:
+    backend = ScriptedBackend(QwenAsrModel.load(tiny_model, "cpu"))
+    backend.tokens_per_second = 6
+    rng = np.random.default_rng(3)
+    audios = [rng.normal(0, 0.1, int(seconds * SAMPLE_RATE)).astype(np.float32) for seconds in (1.2, 2.5, 1.8, 3.1)]
+    try:
+        assert_batched_equals_alone(backend, audios)
+    finally:
+        backend.executor.shutdown()
