@@ -87,6 +87,8 @@ def test_the_compose_file_sets_only_options_the_server_knows() -> None:
     environment = image_environment(dockerfile())
     for name, service in compose["services"].items():
         assert service["restart"] == "unless-stopped", name
+        if not service["image"].startswith("wyoming-qwen3"):
+            continue  # the load balancer
         assert any(volume.endswith(":/data") for volume in service["volumes"]), name
         args = parse_args(service.get("command", []), {**environment, **service.get("environment", {})})
         assert args.uri.endswith(":10300"), name
@@ -233,3 +235,17 @@ def test_the_addon_folder_is_a_whole_build_context() -> None:
     assert (ADDON / "requirements.lock").read_text() == (ROOT / "requirements.lock").read_text(), (
         "run script/addon-package"
     )
+
+
+def test_the_load_balancer_spreads_connections_over_the_replicas_the_compose_file_starts() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))["services"]
+    balancer, replica = compose["wyoming-qwen3-lb"], compose["wyoming-qwen3-replica"]
+    assert balancer["profiles"] == replica["profiles"] == ["scale"]
+    assert "ports" not in replica, "only the balancer takes the port"
+    config_path = next(v.split(":")[0] for v in balancer["volumes"] if v.endswith("haproxy.cfg:ro"))
+    config = (ROOT / config_path).read_text(encoding="utf-8")
+    template = re.search(r"^\s*server-template \S+ (\d+) (\S+):(\d+) ", config, re.MULTILINE)
+    assert template is not None
+    assert template.group(2) == "wyoming-qwen3-replica" and template.group(3) == "10300"
+    assert int(template.group(1)) >= replica["deploy"]["replicas"]
+    assert re.search(r"^\s*bind :10300$", config, re.MULTILINE) and "mode tcp" in config
