@@ -26,6 +26,7 @@ from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
 from .handler import HandlerConfig, Qwen3EventHandler
 from .info import build_info
+from .memory import freeze_startup_objects
 from .speech_activity import DetectorPool
 from .turn import TurnSettings
 
@@ -79,6 +80,7 @@ async def load(args: argparse.Namespace, load_backend: BackendFactory) -> tuple[
     except Exception as err:  # a missing dependency shows here, at start, not in every utterance
         raise StartupError(f"the {backend.name} backend failed its warm-up transcription: {err!r}") from err
     _LOGGER.info("Warmed up in %.1f s", time.monotonic() - started)
+    freeze_startup_objects()  # collections then walk what requests create, not the model (``memory``)
     return model, backend
 
 
