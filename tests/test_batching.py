@@ -212,3 +212,27 @@ def test_scripted_random_weights_batched_decode_the_tokens_they_decode_alone(tin
         assert_batched_equals_alone(backend, audios)
     finally:
         backend.executor.shutdown()
+
+
+def test_a_queued_step_promoted_while_the_batch_runs_is_run_once() -> None:
+    """audio-stop promotes the stream's queued step: the copy runs now, and the original, met later in the queue,
+    is not run again (it would add its audio twice)."""
+    passes = Passes()
+    executor = InferenceExecutor(forward_batch=passes, max_batch=8)
+    runs: list[str] = []
+
+    def step() -> Generator[Any, int, str]:
+        runs.append("step")
+        yield ("step", 0)
+        return "stepped"
+
+    gate = blocked(executor)
+    executor.submit_stepwise(STEP, counting("other", 3, []))
+    queued = executor.submit_stepwise(STEP, step)
+    executor.promote(queued)
+    gate.set()
+    assert queued.result(timeout=5) == "stepped"
+    executor.submit(lambda: None).result(timeout=5)
+    executor.shutdown()
+    assert runs == ["step"]
+    assert passes.batches[0] == ["step"]  # the promoted copy first, as a final pass: no step joins it

@@ -130,6 +130,11 @@ class InferenceExecutor(Executor):
         if queued is not None and not future.done():
             self._put(_Work(priority, next(self._order), future, queued.call, queued.stepwise))
 
+    def is_running(self, future: Future[Any]) -> bool:
+        """Whether the call of ``future`` runs alone now."""
+        running = self._running
+        return running is not None and running.future is future
+
     def should_yield(self) -> bool:
         """For the ``EARLY`` call running now (on the inference thread): whether to stop and raise ``Preempted``:
         its caller cancelled it, or more urgent work is queued."""
@@ -150,12 +155,12 @@ class InferenceExecutor(Executor):
                 self._ready.wait()
             return heapq.heappop(self._heap)
 
-    def _take_joinable(self) -> _Work | None:
-        """The most urgent queued call, if it is a stepwise one that may join the batch under way."""
+    def _take_joinable(self, below: int) -> _Work | None:
+        """The most urgent queued call, if it is a stepwise one of a priority under ``below``."""
         with self._lock:
-            while self._heap and self._heap[0].future.done():
-                heapq.heappop(self._heap)  # cancelled while queued, or served by a promoted copy
-            if self._heap and self._heap[0].stepwise and self._heap[0].priority < EARLY:
+            while self._heap and _served(self._heap[0]):
+                heapq.heappop(self._heap)
+            if self._heap and self._heap[0].stepwise and self._heap[0].priority < below:
                 return heapq.heappop(self._heap)
             return None
 
@@ -165,8 +170,8 @@ class InferenceExecutor(Executor):
             assert work is not None
             if work.call is _stop:
                 return
-            if work.future.done():
-                continue  # cancelled while queued, or served by a promoted copy
+            if _served(work):
+                continue
             if work.stepwise:
                 self._run_batch(work)
             else:
@@ -198,7 +203,9 @@ class InferenceExecutor(Executor):
         batch: list[_Driven] = []
         self._start(first, batch)
         while batch:
-            while len(batch) < self._max_batch and (joining := self._take_joinable()) is not None:
+            # While a final pass is in the batch, only final passes join: a step joining runs its encoder and
+            # prefill between two tokens of every call in the batch, and someone waits for the final pass.
+            while len(batch) < self._max_batch and (joining := self._take_joinable(self._joinable_below(batch))):
                 self._start(joining, batch)
             if not batch:
                 break
@@ -214,6 +221,11 @@ class InferenceExecutor(Executor):
                 if self._advance(driven, result):
                     advanced.append(driven)
             batch = advanced
+
+    @staticmethod
+    def _joinable_below(batch: list[_Driven]) -> int:
+        """The priority a call must be under to join ``batch``."""
+        return STEP if any(driven.work.priority == FINAL for driven in batch) else EARLY
 
     def _forward(self, requests: list[Any]) -> list[Any]:
         if self._forward_batch is None:
@@ -268,6 +280,12 @@ class InferenceExecutor(Executor):
             self._ready.notify()
         if wait:
             self._thread.join()
+
+
+def _served(work: _Work) -> bool:
+    """Whether a queued call needs running no more: cancelled while queued, or served by a promoted copy (which
+    may be running in the batch under way)."""
+    return work.future.done() or work.future.running()
 
 
 def run_alone(steps: Stepwise[T], forward: Callable[[Any], Any]) -> T:

@@ -234,7 +234,7 @@ class Qwen3EventHandler(AsyncEventHandler):
         if self._detector is not None:
             if stream is not None:
                 await stream.until_heard()  # its VAD batch under way is the last use of the detector
-            self._detectors.give_back(self._detector)
+            await self._detectors.give_back(self._detector)
             self._detector = None
         await asyncio.to_thread(return_free_memory)  # what the connection's utterances freed (``memory``)
 

