@@ -8,7 +8,6 @@ a script, batched against alone, delta by delta.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tools.batching import FEED_SAMPLES, alone, batch_sizes, blocked, together
 from tools.corpus import heldout_utterances
 from tools.in_process import demo_backend
 from tools.scripted import ScriptedBackend
 from tools.speech import speak
-from wyoming_qwen3.backends.base import SessionOptions, StreamingSession
 from wyoming_qwen3.backends.inference import FINAL, STEP, InferenceExecutor
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -49,13 +48,6 @@ def counting(name: str, tokens: int, log: list[str]) -> Callable[[], Generator[A
         return f"{name}:{n}"
 
     return call
-
-
-def blocked(executor: InferenceExecutor) -> threading.Event:
-    """Hold the inference thread until the event is set, so that what is submitted meanwhile queues."""
-    gate = threading.Event()
-    executor.submit(gate.wait)
-    return gate
 
 
 def test_queued_stepwise_calls_run_as_one_batch_and_each_returns_when_its_own_tokens_end() -> None:
@@ -136,54 +128,11 @@ def test_a_pass_that_fails_fails_every_call_in_it_and_the_thread_goes_on() -> No
 
 # -- equality on models ------------------------------------------------------
 
-#: Audio each feed call takes, as a slow machine's steps do (several steps' worth).
-FEED_SAMPLES = int(0.3 * SAMPLE_RATE)
-
-
-def alone(backend: SimulKvBackend, audio: np.ndarray) -> list[str]:
-    """One stream by itself: the delta of each feed, then the final delta."""
-    session = backend.create_session(SessionOptions(language="English"))
-    deltas = [session.feed(audio[i : i + FEED_SAMPLES]) for i in range(0, len(audio), FEED_SAMPLES)]
-    return [*deltas, session.finish().text]
-
-
-def together(backend: SimulKvBackend, audios: list[np.ndarray], starts: list[int]) -> list[list[str]]:
-    """The same streams at once through the inference thread, stream k joining at round ``starts[k]``: in each
-    round every stream still speaking queues its next feed (or, once its audio is over, its final pass), while the
-    thread is held, so that they run as one batch."""
-    sessions: list[StreamingSession] = [backend.create_session(SessionOptions(language="English")) for _ in audios]
-    deltas: list[list[str]] = [[] for _ in audios]
-    rounds = max(start + len(a) // FEED_SAMPLES + 2 for start, a in zip(starts, audios, strict=True))
-    for round_index in range(rounds):
-        gate = blocked(backend.executor)
-        futures = []
-        for index, (session, audio, start) in enumerate(zip(sessions, audios, starts, strict=True)):
-            offset = (round_index - start) * FEED_SAMPLES
-            if 0 <= offset < len(audio):
-                futures.append(
-                    (
-                        index,
-                        backend.executor.submit_stepwise(
-                            STEP, session.feed_stepwise, audio[offset : offset + FEED_SAMPLES]
-                        ),
-                    )
-                )
-            elif offset >= len(audio) and len(deltas[index]) == -(-len(audio) // FEED_SAMPLES):
-                futures.append((index, backend.executor.submit_stepwise(FINAL, session.finish_stepwise, None)))
-        gate.set()
-        for index, future in futures:
-            result = future.result(timeout=60)
-            deltas[index].append(result if isinstance(result, str) else result.text)
-    return deltas
-
 
 def assert_batched_equals_alone(backend: SimulKvBackend, audios: list[np.ndarray]) -> None:
     starts = [index % 3 for index in range(len(audios))]
     expected = [alone(backend, audio) for audio in audios]
-    batches: list[int] = []
-    forward_batch = backend.executor._forward_batch
-    assert forward_batch is not None
-    backend.executor._forward_batch = lambda requests: batches.append(len(requests)) or forward_batch(requests)
+    batches = batch_sizes(backend)
     got = together(backend, audios, starts)
     assert max(batches) >= 2, "the streams' token passes were not batched"
     assert got == expected
