@@ -56,5 +56,14 @@ def test_closing_ends_the_process() -> None:
     vad.detector()
     vad.close()
     assert vad._process.returncode == 0
-    with pytest.raises(VadProcessError, match="gone"):
+    with pytest.raises(VadProcessError, match="closed"):
         vad.detector()
+
+
+def test_a_process_that_dies_is_started_again_and_its_detectors_made_anew(vad: VadProcess) -> None:
+    detector = vad.detector()
+    audio = speak("open the garage door", "en-us", 165, 50)[: 12 * CHUNK_SAMPLES]
+    vad._process.kill()
+    vad._process.wait()
+    np.testing.assert_array_equal(detector.probabilities(audio), LocalDetector().probabilities(audio))
+    assert vad.generation == 2

@@ -19,6 +19,7 @@ whose message follows as the samples' bytes).
 from __future__ import annotations
 
 import itertools
+import logging
 import signal
 import struct
 import subprocess
@@ -27,6 +28,8 @@ import threading
 from typing import IO
 
 import numpy as np
+
+_LOGGER = logging.getLogger(__name__)
 
 #: Silero's chunk: 512 samples at 16 kHz (32 ms).
 CHUNK_SAMPLES = 512
@@ -61,41 +64,61 @@ class VadProcessError(RuntimeError):
 
 
 class VadProcess:
-    """The child process, and the pipe to it (one request on it at a time)."""
+    """The child process, and the pipe to it (one request on it at a time); a child that dies is started again."""
 
     def __init__(self) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
         self._lock = threading.Lock()
         self._numbers = itertools.count()
+        self._closed = False
+        #: Counts the children started: a detector made in an earlier one is made again in the new one.
+        self.generation = 0
+        self._process = self._start()
 
-    def request(self, operation: bytes, detector: int, samples: np.ndarray | None = None) -> np.ndarray:
+    def _start(self) -> subprocess.Popen[bytes]:
+        self.generation += 1
+        return subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def request(self, operation: bytes, detector: RemoteDetector, samples: np.ndarray | None = None) -> np.ndarray:
+        """Run one operation on ``detector`` in the child; raises VadProcessError for its errors."""
         data = b"" if samples is None else np.ascontiguousarray(samples, dtype="<f4").tobytes()
-        assert self._process.stdin is not None and self._process.stdout is not None
         with self._lock:
+            if self._closed:
+                raise VadProcessError("the VAD process was closed")
+            if self._process.poll() is not None:
+                _LOGGER.error("The VAD process ended (exit %s); starting it again", self._process.returncode)
+                self._process = self._start()
             try:
-                self._process.stdin.write(_HEADER.pack(operation, detector, len(data) // 4) + data)
-                self._process.stdin.flush()
-                (count,) = _COUNT.unpack(_read(self._process.stdout, _COUNT.size))
-                if count < 0:
-                    (length,) = _COUNT.unpack(_read(self._process.stdout, _COUNT.size))
-                    raise VadProcessError(_read(self._process.stdout, length).decode(errors="replace"))
-                return np.frombuffer(_read(self._process.stdout, 4 * count), dtype="<f4")
-            except (OSError, EOFError, ValueError) as err:  # ValueError: the pipe was closed here
+                if detector.generation != self.generation:  # made in a child that died: its state is gone
+                    self._exchange(_NEW, detector.number, b"")
+                    detector.generation = self.generation
+                    if operation == _NEW:
+                        return np.zeros(0, dtype="<f4")
+                return self._exchange(operation, detector.number, data)
+            except (OSError, EOFError) as err:
                 raise VadProcessError(f"the VAD process is gone (exit {self._process.poll()}): {err}") from err
+
+    def _exchange(self, operation: bytes, number: int, data: bytes) -> np.ndarray:
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(_HEADER.pack(operation, number, len(data) // 4) + data)
+        stdin.flush()
+        (count,) = _COUNT.unpack(_read(stdout, _COUNT.size))
+        if count < 0:
+            (length,) = _COUNT.unpack(_read(stdout, _COUNT.size))
+            raise VadProcessError(_read(stdout, length).decode(errors="replace"))
+        return np.frombuffer(_read(stdout, 4 * count), dtype="<f4")
 
     def detector(self) -> RemoteDetector:
         """A new detector's state in the process."""
-        number = next(self._numbers)
-        self.request(_NEW, number)
-        return RemoteDetector(self, number)
+        detector = RemoteDetector(self, next(self._numbers))
+        self.request(_NEW, detector)
+        return detector
 
     def close(self) -> None:
-        if self._process.stdin is not None:
-            self._process.stdin.close()  # the child ends at end of input
+        with self._lock:
+            self._closed = True
+            if self._process.stdin is not None:
+                self._process.stdin.close()  # the child ends at the end of its input
         try:
             self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -108,17 +131,19 @@ class RemoteDetector:
 
     def __init__(self, process: VadProcess, number: int) -> None:
         self._process = process
-        self._number = number
+        self.number = number
+        #: The child it was made in (0: not yet made).
+        self.generation = 0
 
     def reset(self) -> None:
-        self._process.request(_RESET, self._number)
+        self._process.request(_RESET, self)
 
     def probabilities(self, chunks: np.ndarray) -> np.ndarray:
         """Speech probability of each whole 512-sample chunk of ``chunks`` (float samples), in order."""
-        return self._process.request(_RUN, self._number, chunks)
+        return self._process.request(_RUN, self, chunks)
 
     def close(self) -> None:
-        self._process.request(_FREE, self._number)
+        self._process.request(_FREE, self)
 
 
 def _read(stream: IO[bytes], size: int) -> bytes:
