@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.info import Describe
 
@@ -167,6 +168,48 @@ def test_audio_after_the_server_ended_the_turn_is_dropped_quietly(caplog: pytest
     assert types[-1] == "info" and "error" not in types, types
     assert types.count("transcript") == 1 and types.index("transcript-stop") < types.index("info")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+class SlowFinalSession(WordsSession):
+    def finish(self, audio: np.ndarray | None = None) -> FinalDelta:
+        time.sleep(1.5)
+        return super().finish(audio)
+
+    def speculate(self, audio: np.ndarray | None = None) -> Speculation | None:
+        return None  # no early pass: the final pass runs when the turn ends
+
+
+class SlowFinalBackend(WordsBackend):
+    def create_session(self, options: SessionOptions) -> StreamingSession:
+        return SlowFinalSession()
+
+
+def test_audio_stop_during_the_servers_own_final_pass_is_answered_after_the_transcript() -> None:
+    """The server ended the turn and its final pass runs; audio-stop and describe come meanwhile: the transcript
+    goes out before the info, as the client asked in that order."""
+    backend = SlowFinalBackend()
+    config = HandlerConfig(turn=TurnSettings(endpointing=True, incomplete_silence_seconds=0.5))
+    pcm = loud_speech()
+    chunks = [AudioChunk(SAMPLE_RATE, 2, 1, pcm[i : i + 320]).event() for i in range(0, len(pcm), 320)]
+
+    async def main() -> list[Event]:
+        async with serving(backend, config) as port, AsyncTcpClient("127.0.0.1", port) as client:
+            for event in [Transcribe(language="en").event(), AudioStart(SAMPLE_RATE, 2, 1).event(), *chunks]:
+                await client.write_event(event)
+            await asyncio.sleep(1.0)  # the server has ended the turn: its final pass (1.5 s) runs
+            await client.write_event(AudioStop().event())
+            await client.write_event(Describe().event())
+            received: list[Event] = []
+            while not received or received[-1].type != "info":
+                event = await asyncio.wait_for(client.read_event(), 10)
+                assert event is not None
+                received.append(event)
+            return received
+
+    events = asyncio.run(main())
+    backend.executor.shutdown()
+    types = [e.type for e in events]
+    assert types.count("transcript") == 1 and types.index("transcript-stop") < types.index("info"), types
 
 
 def test_a_stream_without_speech_gets_an_empty_transcript_after_the_bound() -> None:

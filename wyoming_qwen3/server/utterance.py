@@ -113,6 +113,8 @@ class Utterance:
         self.finishing = False
         #: Set once the final transcript went out, or the stream was dropped.
         self.done = False
+        #: Set once finish has returned, or the stream was dropped.
+        self._ended = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._last_audio_time = loop.time()
         self._step_task: asyncio.Task[None] | None = None
@@ -282,10 +284,19 @@ class Utterance:
             self._step_or_speculate()
 
     async def finish(self) -> None:
-        """Send the final transcript; runs once per stream, whoever asks first."""
+        """Send the final transcript; runs once per stream, whoever asks first, and returns once it is sent (a
+        second caller, audio-stop after the server ended the turn, waits for it: the client's next request is
+        answered after the transcript)."""
         if self.finishing:
+            await self._ended.wait()
             return
         self.finishing = True
+        try:
+            await self._finish()
+        finally:
+            self._ended.set()
+
+    async def _finish(self) -> None:
         self._session.stop_early()  # a step under way ends at its next token
         if self._watchdog is not asyncio.current_task():
             self._watchdog.cancel()
@@ -380,6 +391,7 @@ class Utterance:
     def drop(self) -> None:
         """Stop the stream without a transcript: the client left, or started another."""
         self.finishing = self.done = True
+        self._ended.set()
         # A step under way ends at its next token: it would hold the shared inference thread
         # for nothing (2-3 s of CPU on the 0.6B shape).
         self._session.stop_early()
