@@ -17,6 +17,7 @@ first partial transcript from the first audio, until the p95 passes
 With the demo model, the word error rate of each N shows that no transcript is lost or mixed up.
 
 Usage: script/benchmark concurrency [--model demo | --shape 0.6b] [--quantize int8] [--clients 1 2 4 ...]
+       [--step-seconds S ...: the server's streaming settings, for both servers]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import numpy as np
 from tools.corpus import heldout_utterances
 from tools.ha_client import Turn, command
 from tools.scripted import TOKENS_PER_SECOND
-from tools.server_process import ServerProcess, start_server
+from tools.server_process import ServerProcess, add_server_arguments, server_flags, start_server
 from tools.speech import speak
 from tools.wer import wer
 from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL
@@ -127,10 +128,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit-ms", type=float, default=300.0, help="stop past this p95 (default: 300)")
     parser.add_argument("--configs", nargs="+", choices=tuple(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--out", type=Path, default=Path("local/benchmark"))
+    add_server_arguments(parser)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    flags = ["--quantize", args.quantize]
+    flags = ["--quantize", args.quantize, *server_flags(args)]
     module = "wyoming_qwen3"
     model: Path | str = args.model
     if args.shape:
