@@ -59,8 +59,8 @@ class Detector(Protocol):
 class DetectorPool:
     """Silero detectors, reused from connection to connection; used from the event loop only.
 
-    Home Assistant opens a connection per command. A detector loaded for each (an ONNX Runtime
-    session) and dropped after left its native memory scattered, never returned: resident memory grew
+    Home Assistant opens a connection per command. A detector loaded for each (a ggml model
+    context) and dropped after left its native memory scattered, never returned: resident memory grew
     by about 22 MiB every 100 commands with no plateau, and by 12-23 MiB per 50 mid-stream hang-ups;
     reused, 0.4 MiB per 100 and under 1 MiB per round (``script/benchmark soak``, demo model, 2-core
     CPU, 2026-12-05). The pool keeps at most ``max_idle`` (about 0.4 MiB each): a burst of more
