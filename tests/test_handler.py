@@ -22,6 +22,7 @@ from tools.speech import Speech, pcm16, speak
 from wyoming_qwen3.backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.server.handler import HandlerConfig
+from wyoming_qwen3.server.silero import VadProcessError
 from wyoming_qwen3.server.speech_activity import DetectorPool
 
 from .conftest import SCRIPT_TEXT, serving
@@ -299,3 +300,32 @@ def test_nothing_written_for_speech_with_names_in_the_context_is_a_warning(
         assert len(warned) == 1 and "38 bytes of names and terms" in warned[0], caplog.text
     else:
         assert not warned, caplog.text
+
+
+class FailingDetector:
+    """A detector whose process has died under it."""
+
+    def reset(self) -> None:
+        return
+
+    def probabilities(self, chunks: np.ndarray) -> np.ndarray:
+        raise VadProcessError("the VAD process is gone (exit -9)")
+
+    def close(self) -> None:
+        return
+
+
+def test_a_vad_that_fails_leaves_the_audio_to_the_model_and_the_stream_its_transcript(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    backend = WordsBackend()
+
+    async def main() -> list[Event]:
+        async with serving(backend, detectors=DetectorPool(make=FailingDetector)) as port:
+            return await exchange(port, [Transcribe(language="en").event(), *utterance_events(loud(1.0))], "transcript")
+
+    with caplog.at_level(logging.WARNING):
+        events = asyncio.run(main())
+    backend.executor.shutdown()
+    assert events[-1].data["text"] == "hello world"
+    assert "the VAD failed" in caplog.text and "Traceback" not in caplog.text

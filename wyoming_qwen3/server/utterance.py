@@ -39,6 +39,7 @@ from ..model.format import SAMPLE_RATE
 from ..model.languages import language_code
 from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer, loudest_frame_dbfs
 from .emission_log import EmissionLog
+from .silero import VadProcessError
 from .speech_activity import Heard, SpeechActivity
 from .turn import TurnSettings
 
@@ -163,12 +164,16 @@ class Utterance:
                 taken += 1
             batch = self._unheard[:taken]
             del self._unheard[:taken]
-            if size < self._activity.samples_to_next_chunk:
-                # No whole chunk for Silero: nothing to compute, so no thread (at 16 streams, a thread and the
-                # VAD's process for every 10 ms chunk cost the event loop 1600 hand-offs a second).
-                verdicts = self._hear(batch)
-            else:
-                verdicts = await asyncio.to_thread(self._hear, batch)
+            try:
+                if size < self._activity.samples_to_next_chunk:
+                    # No whole chunk for Silero: nothing to compute, so no thread (at 16 streams, a thread and the
+                    # VAD's process for every 10 ms chunk cost the event loop 1600 hand-offs a second).
+                    verdicts = self._hear(batch)
+                else:
+                    verdicts = await asyncio.to_thread(self._hear, batch)
+            except VadProcessError as err:  # the process is started again at the next request
+                _LOGGER.warning("%s: the VAD failed (%s); this audio goes to the model unsifted", self._client, err)
+                verdicts = [(False, Heard(speech=True, possible_speech=True))] * len(batch)
             for samples, (silent_long, heard) in zip(batch, verdicts, strict=False):
                 self._route(samples, silent_long, heard)
             if self.finishing:
