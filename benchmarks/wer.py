@@ -41,7 +41,7 @@ from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.languages import LANGUAGE_NAMES
 from wyoming_qwen3.model.qwen import QwenAsrModel
-from wyoming_qwen3.server.handler import build_context
+from wyoming_qwen3.server.handler import bounded_entries, build_context
 
 #: Seed of the unrelated list of ``--unrelated-bytes``.
 _UNRELATED_SEED = 7
@@ -151,11 +151,7 @@ def main() -> None:
     unrelated: list[str] | None = None
     if args.unrelated_bytes:
         listed = name_list(64, random.Random(_UNRELATED_SEED), exclude=frozenset(heldout_names()))
-        unrelated = []
-        for name in listed.split(", "):
-            if len(", ".join([*unrelated, name]).encode()) > args.unrelated_bytes:
-                break
-            unrelated.append(name)
+        unrelated, _ = bounded_entries(listed.split(", "), None, max_bytes=args.unrelated_bytes)
     # (label, whether each utterance goes with the context held out with it)
     passes = {
         "commands": [("commands" + (f", {args.unrelated_bytes} bytes of unrelated names" if unrelated else ""), False)],

@@ -84,14 +84,17 @@ MAX_CONTEXT_ENTRIES = 64
 MAX_CONTEXT_BYTES = 512
 
 
-def bounded_entries(names: list[str] | None, terms: list[str] | None) -> tuple[list[str], int]:
-    """The client's names, then its terms, as many whole ones as the bounds allow; and how many were dropped."""
+def bounded_entries(
+    names: list[str] | None, terms: list[str] | None, max_bytes: int = MAX_CONTEXT_BYTES
+) -> tuple[list[str], int]:
+    """The client's names, then its terms, as many whole ones as the bounds allow (``max_bytes``: the server's,
+    or a smaller one a benchmark asks for); and how many were dropped."""
     entries = [entry.strip() for entry in [*(names or []), *(terms or [])] if entry.strip()]
     kept: list[str] = []
     size = 0
     for entry in entries[:MAX_CONTEXT_ENTRIES]:
         size += len(entry.encode("utf-8")) + 2  # with its ", " separator
-        if size > MAX_CONTEXT_BYTES:
+        if size > max_bytes:
             break
         kept.append(entry)
     return kept, len(entries) - len(kept)
