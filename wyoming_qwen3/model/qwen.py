@@ -215,6 +215,11 @@ class QwenAsrModel:
         return self.model.config.text_config
 
     @property
+    def parameters(self) -> int:
+        """The model's parameter count."""
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
     def window_seconds(self) -> float:
         """The encoder attention window in seconds."""
         return self.window_frames / FRAMES_PER_SECOND

@@ -69,7 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
         "steps; auto: int8 on a CPU in float32, none on CUDA and MPS; the startup log says which "
         "(docs/performance.md) (default: auto)",
     )
-    add("--threads", type=int, default=0, help="CPU threads for torch (default: 0, torch's choice: one per core)")
+    add(
+        "--threads",
+        type=int,
+        default=0,
+        help="CPU threads for torch (default: 0: one for a model under 50 M parameters, else torch's choice: one "
+        "per core)",
+    )
     add("--language", default=AUTO_LANGUAGE, help="default language code, or auto to detect (default: auto)")
     add("--context", default="", help="names and terms to bias every transcript toward")
     add(
