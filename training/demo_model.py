@@ -277,6 +277,10 @@ def main() -> None:
         tokenizer = build_tokenizer(DEMO_SHAPE.vocab_size, tokenizer_corpus())
         model = create_model(DEMO_SHAPE, tokenizer).train()
         processor = create_processor(tokenizer)
+    if args.mandarin and "Chinese" not in model.config.support_languages:
+        # The server refuses a language the model's config does not list (a model trained on Mandarin
+        # that says only English answered "zh" with unknown-language).
+        model.config.support_languages = [*model.config.support_languages, "Chinese"]
     params = sum(p.numel() for p in model.parameters())
     print(f"{params / 1e6:.2f} M parameters, vocabulary {len(tokenizer)}", flush=True)
 
