@@ -134,12 +134,18 @@ class RemoteDetector:
         self.number = number
         #: The child it was made in (0: not yet made).
         self.generation = 0
+        #: A reset asked for and not yet sent: it goes with the next chunks, from a worker thread, since a
+        #: stream resets its detector on the event loop (audio-start), where a request would wait for the pipe.
+        self._reset_due = False
 
     def reset(self) -> None:
-        self._process.request(_RESET, self)
+        self._reset_due = True
 
     def probabilities(self, chunks: np.ndarray) -> np.ndarray:
         """Speech probability of each whole 512-sample chunk of ``chunks`` (float samples), in order."""
+        if self._reset_due:
+            self._process.request(_RESET, self)
+            self._reset_due = False
         return self._process.request(_RUN, self, chunks)
 
     def close(self) -> None:
