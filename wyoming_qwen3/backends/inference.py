@@ -146,12 +146,10 @@ class InferenceExecutor(Executor):
         with self._lock:
             return any(w.priority < running.priority and not w.future.done() for w in self._heap)
 
-    def _next(self, block: bool = True) -> _Work | None:
-        """The most urgent queued call (None: nothing queued, when not blocking)."""
+    def _next(self) -> _Work:
+        """The most urgent queued call, waiting for one."""
         with self._ready:
             while not self._heap:
-                if not block:
-                    return None
                 self._ready.wait()
             return heapq.heappop(self._heap)
 
@@ -167,7 +165,6 @@ class InferenceExecutor(Executor):
     def _run(self) -> None:
         while True:
             work = self._next()
-            assert work is not None
             if work.call is _stop:
                 return
             if _served(work):
