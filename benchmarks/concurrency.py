@@ -28,7 +28,7 @@ import json
 import platform
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,22 +63,38 @@ class Level:
             for t in self.turns
         ]
 
-    def summary(self, scored: bool) -> dict[str, object]:
+    def summary(self, scored: bool) -> Summary:
         waits = sorted(self.waits_ms())
         partials = [t.first_chunk_s * 1000 for t in self.turns if t.first_chunk_s is not None]
-        return {
-            "config": self.config,
-            "clients": self.clients,
-            "commands": len(self.turns),
-            "median_ms": round(statistics.median(waits), 1),
-            "p95_ms": round(percentile(waits, 0.95), 1),
-            "max_ms": round(waits[-1], 1),
-            "first_partial_median_ms": round(statistics.median(partials), 1) if partials else None,
-            "errors": sum(t.error is not None for t in self.turns),
-            "wer": round(wer([(text, t.text or "") for t, text in zip(self.turns, self.texts, strict=True)]), 4)
+        return Summary(
+            config=self.config,
+            clients=self.clients,
+            commands=len(self.turns),
+            median_ms=round(statistics.median(waits), 1),
+            p95_ms=round(percentile(waits, 0.95), 1),
+            max_ms=round(waits[-1], 1),
+            first_partial_median_ms=round(statistics.median(partials), 1) if partials else None,
+            errors=sum(t.error is not None for t in self.turns),
+            wer=round(wer([(text, t.text or "") for t, text in zip(self.turns, self.texts, strict=True)]), 4)
             if scored
             else None,
-        }
+        )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What one N of one server measured (a row of the table, and of the JSON)."""
+
+    config: str
+    clients: int
+    commands: int
+    median_ms: float
+    p95_ms: float
+    max_ms: float
+    first_partial_median_ms: float | None
+    errors: int
+    #: The demo model's word error rate over these commands (None: random weights write no words).
+    wer: float | None
 
 
 def percentile(sorted_values: list[float], share: float) -> float:
@@ -143,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     corpus = [(text, speak(text, voice, 165, 50)) for text, voice in heldout_utterances(64, seed=2)]
 
     servers: dict[str, ServerProcess] = {}
-    summaries: list[dict[str, object]] = []
+    summaries: list[Summary] = []
     try:
         for config in args.configs:
             log = args.out / f"concurrency-{name}-{config}.log"
@@ -162,13 +178,13 @@ def main(argv: list[str] | None = None) -> None:
                 summary = Level(config, clients, turns, texts).summary(scored=not args.shape)
                 summaries.append(summary)
                 print(
-                    f"{config:>8} {clients:3d} {summary['median_ms']:9.0f} {summary['p95_ms']:7.0f} "
-                    f"{summary['max_ms']:7.0f} {summary['first_partial_median_ms'] or float('nan'):10.0f} "
-                    f"{summary['wer'] if summary['wer'] is not None else '-':>5}"
-                    + (f"  errors {summary['errors']}" if summary["errors"] else ""),
+                    f"{config:>8} {clients:3d} {summary.median_ms:9.0f} {summary.p95_ms:7.0f} "
+                    f"{summary.max_ms:7.0f} {summary.first_partial_median_ms or float('nan'):10.0f} "
+                    f"{summary.wer if summary.wer is not None else '-':>5}"
+                    + (f"  errors {summary.errors}" if summary.errors else ""),
                     flush=True,
                 )
-                if float(summary["p95_ms"]) > args.limit_ms:  # type: ignore[arg-type]
+                if summary.p95_ms > args.limit_ms:
                     live.discard(config)
             if not live:
                 break
@@ -176,10 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         for server in servers.values():
             server.stop()
     capacity = {
-        config: max(
-            (int(s["clients"]) for s in summaries if s["config"] == config and float(s["p95_ms"]) <= args.limit_ms),  # type: ignore[call-overload, arg-type]
-            default=0,
-        )
+        config: max((s.clients for s in summaries if s.config == config and s.p95_ms <= args.limit_ms), default=0)
         for config in servers
     }
     print(f"streams within p95 {args.limit_ms:.0f} ms: {capacity}", flush=True)
@@ -191,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
         "rounds": args.rounds,
         "spread_s": args.spread,
         "silence_s": args.silence,
-        "levels": summaries,
+        "levels": [asdict(s) for s in summaries],
         "capacity": capacity,
     }
     (args.out / f"concurrency-{name}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
