@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -67,3 +69,34 @@ def test_a_process_that_dies_is_started_again_and_its_detectors_made_anew(vad: V
     vad._process.wait()
     np.testing.assert_array_equal(detector.probabilities(audio), LocalDetector().probabilities(audio))
     assert vad.generation == 2
+
+
+def test_streams_asking_at_once_share_one_exchange_and_each_gets_its_own_answer(vad: VadProcess) -> None:
+    texts = ["turn on the kitchen light", "switch off the fan", "set a timer for five minutes", "open the blinds"]
+    audios = [speak(text, "en-us", 165, 50)[: 24 * CHUNK_SAMPLES] for text in texts]
+    detectors = [vad.detector() for _ in texts]
+    freed = vad.detector()
+    freed.close()
+    answers: dict[int, object] = {}
+
+    def ask(index: int) -> None:
+        try:
+            answers[index] = detectors[index].probabilities(audios[index]) if index < len(texts) else None
+            if index == len(texts):
+                freed.probabilities(np.zeros(CHUNK_SAMPLES, np.float32))
+        except VadProcessError as err:
+            answers[index] = err
+
+    # While one exchange holds the pipe, every other stream's request queues, and the next exchange carries
+    # them all: replies must reach the stream that asked, errors only the stream whose request failed.
+    with vad._lock:
+        threads = [threading.Thread(target=ask, args=(index,)) for index in range(len(texts) + 1)]
+        for thread in threads:
+            thread.start()
+        while len(vad._queue) < len(threads):
+            time.sleep(0.001)
+    for thread in threads:
+        thread.join(timeout=10)
+    for index, audio in enumerate(audios):
+        np.testing.assert_array_equal(answers[index], LocalDetector().probabilities(audio))
+    assert isinstance(answers[len(texts)], VadProcessError) and "KeyError" in str(answers[len(texts)])
