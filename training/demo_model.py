@@ -49,6 +49,7 @@ from tools.wer import cer, wer
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
+from wyoming_qwen3.server.handler import build_context
 
 DEMO_SHAPE = ModelShape(
     audio_layers=4,
@@ -87,6 +88,11 @@ NAMES_FIRST = 0.4
 #: Of the commands with their made-up name in the context, the share whose name is respelled there and in the
 #: answer, so that only the context tells the spelling.
 RESPELLED = 0.5
+#: Of the named commands (frozen encoder only), the share whose name's audio tokens are zeroed and whose context
+#: is that name alone: the answer's name can only be copied, a skill five runs never found on their own.
+MASKED_NAME = 0.3
+#: The audio encoder's tokens per second (100 feature frames a second, three stride-2 convolutions).
+AUDIO_TOKENS_PER_SECOND = 12.5
 #: Held-out rare-name commands: the spoken name among this many others.
 HELDOUT_CONTEXT_NAMES = 16
 #: Held-out commands that say a held-out made-up name.
@@ -107,6 +113,8 @@ class Example:
     #: The audio embeddings of ``features`` and ``prefix_features``, computed once when the encoder is frozen.
     embeds: torch.Tensor | None = None
     prefix_embeds: torch.Tensor | None = None
+    #: Where the made-up name is said (seconds), if it is.
+    name_span: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,12 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
             prefix, heard = stopped.audio, stopped.text
         else:
             prefix, heard = speech.cut_inside_word(rng)
+        name_span = None
+        if script.name and script.name in speech.text:
+            at = speech.text.index(script.name)
+            words = [i for i, (characters, _) in enumerate(speech.word_starts) if characters == at]
+            if words:
+                name_span = (speech.word_starts[words[0]][1], speech.ends[words[0]])
         examples.append(
             Example(
                 qwen.features(speech.audio).clone(),
@@ -152,6 +166,7 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
                 heard,
                 script.language,
                 script.name,
+                name_span=name_span,
             )
         )
     return examples
@@ -167,7 +182,9 @@ class Trainer:
         self.rng = random.Random(0)
         self.heldout_names = frozenset(heldout_names())
 
-    def sample(self, example: Example, context: str, spelling: str) -> tuple[torch.Tensor, list[int], int]:
+    def sample(
+        self, example: Example, context: str, spelling: str, masked: bool = False
+    ) -> tuple[torch.Tensor, list[int], int]:
         """Input embeddings, answer ids and where the answer starts; the made-up name (if any) spelled
         ``spelling``."""
         features, embeds, text = example.features, example.embeds, example.text
@@ -184,20 +201,27 @@ class Trainer:
             self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         ]
         audio = embeds if embeds is not None else self.qwen.embed_features(self.spec_augment(features))
+        if masked and example.name_span is not None and embeds is not None and features is example.features:
+            begin, end = (int(t * AUDIO_TOKENS_PER_SECOND) for t in example.name_span)
+            audio = audio.clone()
+            audio[begin : end + 1] = 0
         embeds = torch.cat(
             [self.qwen.embed_tokens(prompt.prefix)[0], audio, self.qwen.embed_tokens(prompt.suffix + answer_ids)[0]]
         )
         return embeds, answer_ids, len(prompt.prefix) + audio.shape[0] + len(prompt.suffix)
 
-    def context(self, example: Example, size: int, progress: float) -> tuple[str, str]:
+    def context(self, example: Example, size: int, progress: float) -> tuple[str, str, bool]:
         """Names and terms as Home Assistant sends them: a home's, up to the server's bound; a command that says
         a made-up name mostly has it among them (always, in a short list, early in training), then often
-        respelled (``respelled``), in the list and the answer alike. Returns the context and the spelling."""
+        respelled (``respelled``), in the list and the answer alike; or, with the name's audio masked, the name
+        alone: a pure copy. Returns the context, the spelling and whether the name's audio is masked."""
+        if example.name and example.name_span is not None and self.rng.random() < MASKED_NAME:
+            return build_context("", [example.name]), example.name, True
         if example.name and (progress < NAMES_FIRST or self.rng.random() < NAME_IN_CONTEXT):
             spelling = respelled(example.name, self.rng) if self.rng.random() < RESPELLED else example.name
             count = self.rng.choice((1, 2, 3)) if progress < NAMES_FIRST else max(size, 1)
-            return name_list(count, self.rng, spelling, self.heldout_names), spelling
-        return name_list(size, self.rng, exclude=self.heldout_names), example.name
+            return name_list(count, self.rng, spelling, self.heldout_names), spelling, False
+        return name_list(size, self.rng, exclude=self.heldout_names), example.name, False
 
     def spec_augment(self, features: torch.Tensor) -> torch.Tensor:
         """Mask a random band of mel bins and of frames, differently every epoch."""
@@ -438,6 +462,7 @@ def main() -> None:
         "named_fraction": args.named,
         "name_in_context_fraction": NAME_IN_CONTEXT,
         "respelled_fraction": RESPELLED,
+        "masked_name_fraction": MASKED_NAME,
         "names_first_fraction": NAMES_FIRST,
         "prefix_fraction": args.prefix,
         "frozen_encoder": args.frozen_encoder,
