@@ -74,7 +74,10 @@ class _Request:
     data: bytes
     reply: np.ndarray | None = None
     error: VadProcessError | None = None
-    done: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.reply is not None or self.error is not None
 
 
 class VadProcess:
@@ -151,9 +154,10 @@ class VadProcess:
         except VadProcessError as err:
             for request in batch:
                 request.error = err
-        finally:
+        finally:  # whatever went wrong, no request waits on as if another thread would still send it
             for request in batch:
-                request.done = True
+                if not request.done:
+                    request.error = VadProcessError("the VAD process gave no reply")
 
     def _exchange(self, count: int, messages: bytes) -> list[np.ndarray | VadProcessError]:
         stdin, stdout = self._process.stdin, self._process.stdout
