@@ -154,9 +154,9 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
         name_span = None
         if script.name and script.name in speech.text:
             at = speech.text.index(script.name)
-            words = [i for i, (characters, _) in enumerate(speech.word_starts) if characters == at]
-            if words:
-                name_span = (speech.word_starts[words[0]][1], speech.ends[words[0]])
+            word = next((i for i, (characters, _) in enumerate(speech.word_starts) if characters == at), None)
+            if word is not None:
+                name_span = (speech.word_starts[word][1], speech.ends[word])
         examples.append(
             Example(
                 qwen.features(speech.audio).clone(),
@@ -201,7 +201,7 @@ class Trainer:
             self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         ]
         audio = embeds if embeds is not None else self.qwen.embed_features(self.spec_augment(features))
-        if masked and example.name_span is not None and embeds is not None and features is example.features:
+        if masked and example.name_span is not None and features is example.features:  # not the prefix cut
             begin, end = (int(t * AUDIO_TOKENS_PER_SECOND) for t in example.name_span)
             audio = audio.clone()
             audio[begin : end + 1] = 0
@@ -215,7 +215,10 @@ class Trainer:
         a made-up name mostly has it among them (always, in a short list, early in training), then often
         respelled (``respelled``), in the list and the answer alike; or, with the name's audio masked, the name
         alone: a pure copy. Returns the context, the spelling and whether the name's audio is masked."""
-        if example.name and example.name_span is not None and self.rng.random() < MASKED_NAME:
+        # Only audio embeddings computed once can be masked (--frozen-encoder); else the name alone in the
+        # context would come with the name's audio, no copy.
+        maskable = example.embeds is not None and example.name_span is not None
+        if example.name and maskable and self.rng.random() < MASKED_NAME:
             return build_context("", [example.name]), example.name, True
         if example.name and (progress < NAMES_FIRST or self.rng.random() < NAME_IN_CONTEXT):
             spelling = respelled(example.name, self.rng) if self.rng.random() < RESPELLED else example.name
