@@ -97,7 +97,7 @@ def test_a_wrong_early_piece_of_an_unsent_word_does_not_steer_the_final_transcri
 
 def test_a_home_s_own_names_sent_with_transcribe_are_spelled_as_the_list_spells_them(demo_server) -> None:
     # Held-out made-up names in held-out voices, each among 16 others as `transcribe` names: without the
-    # list the model spells them by ear ("trupleerk" as "trrraipll"), with it as the list does.
+    # list the model spells them by ear ("trupleerk" as "trooplaiplair"), with it as the list does.
     errors = {True: 0, False: 0}
     for utterance in NAMED:
         speech = as_speech(speak(utterance["text"], utterance["voice"], 165, 50))
@@ -118,6 +118,6 @@ def test_mandarin_streams_as_it_transcribes_offline_in_whole_characters(demo_ser
         assert result.text == model.transcribe(samples, language="Chinese").text
         assert all(is_unspaced(c) for chunk in result.chunks for c in chunk.strip()), result.chunks
         pairs.append((utterance["text"], result.text))
-    # Four utterances: one wrong word is 13% ("把浴室的灯调到百分之六" as "把浴室的温度调到锁分钟"); the held-out
-    # hundred give 4.0% (`script/benchmark wer --set mandarin`).
+    # Four utterances: one wrong word is 5% ("把浴室的灯调到百分之六" as "把浴室的音机调到百分之六"); the held-out
+    # hundred give 2.1% (`script/benchmark wer --set mandarin`).
     assert cer(pairs) < 0.25

@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -101,6 +102,8 @@ ONSET_TOKENS = 2  # 0.16 s at AUDIO_TOKENS_PER_SECOND
 #: WER 9.4% with the name among 16 in the context, 17.5% without); six runs with only the name alone masked
 #: (0.3 of the named commands, half of them cut before the name), weight 1 and 8e-4 found no copy in ~13k steps.
 NAME_WEIGHT = 3.0
+#: How a training sample hides a made-up name's audio: not at all, wholly, or after ``ONSET_TOKENS``.
+NameMask = Literal["", "name", "after-onset"]
 #: The audio encoder's tokens per second (100 feature frames a second, three stride-2 convolutions).
 AUDIO_TOKENS_PER_SECOND = 12.5
 #: Held-out rare-name commands: the spoken name among this many others.
@@ -203,7 +206,7 @@ class Trainer:
         self.rng = random.Random(0)
         self.heldout_names = frozenset(heldout_names())
 
-    def sample(self, example: Example, context: str, spelling: str, mask: str = "") -> Sample:
+    def sample(self, example: Example, context: str, spelling: str, mask: NameMask = "") -> Sample:
         """Input embeddings, answer ids, where the answer starts, and which answer tokens spell the made-up name;
         the name (if any) spelled ``spelling``, its audio zeroed wholly (``mask`` "name") or after its onset
         ("after-onset")."""
@@ -236,7 +239,7 @@ class Trainer:
         )
         return Sample(embeds, answer_ids, len(prompt.prefix) + audio.shape[0] + len(prompt.suffix), name_tokens)
 
-    def context(self, example: Example, size: int, progress: float) -> tuple[str, str, str]:
+    def context(self, example: Example, size: int, progress: float) -> tuple[str, str, NameMask]:
         """Names and terms as Home Assistant sends them: a home's, up to the server's bound; a command that says
         a made-up name mostly has it among them (always, in a short list, early in training), then often
         respelled (``respelled``), in the list and the answer alike; or, with the name's audio masked, the name
