@@ -51,7 +51,6 @@ from tools.random_model import create_random_model
 from tools.scripted import ReprefillSession, ScriptedBackend, ScriptedSession
 from tools.speech import speak
 from wyoming_qwen3.backends.base import SessionOptions
-from wyoming_qwen3.backends.simulkv.session import SimulKvSession
 from wyoming_qwen3.backends.simulkv.settings import SimulKvSettings
 from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -152,7 +151,7 @@ class Meter:
     """Per-step FLOPs of one session, with each prefill split into audio and text by its tokens."""
 
     model: TimedModel
-    session: SimulKvSession
+    session: ScriptedSession
     flops: Counter[str] = field(default_factory=Counter)
     steps: list[float] = field(default_factory=list)
     full_prefills: Counter[str] = field(default_factory=Counter)
@@ -164,22 +163,22 @@ class Meter:
 
     def after_call(self) -> bool:
         """Account for a feed or finish; whether it ran a step."""
-        stats = self.session.stats
-        if stats.steps == self._steps_done:
+        session, counts = self.session, self.session.prefilled
+        if session.steps == self._steps_done:
             return False  # the call only buffered audio
-        self._steps_done = stats.steps
+        self._steps_done = session.steps
         now = Counter(self.model.flops)
         delta = {phase: now[phase] - self._seen[phase] for phase in ("encoder", "prefill", "decode")}
         self._seen = now
-        audio, text = stats.audio_tokens_prefilled - self._audio, stats.text_tokens_prefilled - self._text
-        self._audio, self._text = stats.audio_tokens_prefilled, stats.text_tokens_prefilled
+        audio, text = counts.audio_tokens - self._audio, counts.text_tokens - self._text
+        self._audio, self._text = counts.audio_tokens, counts.text_tokens
         audio_share = audio / max(1, audio + text)
         self.flops["encoder"] += delta["encoder"]
         self.flops["audio prefill"] += delta["prefill"] * audio_share
         self.flops["text prefill"] += delta["prefill"] * (1 - audio_share)
         self.flops["decode"] += delta["decode"]
         self.steps.append(sum(delta.values()))
-        if stats.last_reused_tokens <= self.session.prefix_tokens:
+        if session.reused_tokens <= session.prefix_tokens:
             self.full_prefills[self._full_prefill_cause()] += 1
         self._offset = self.session.offset_seconds
         return True
@@ -187,7 +186,7 @@ class Meter:
     def _full_prefill_cause(self) -> str:
         if self.session.offset_seconds != self._offset:
             return "stream window cut"
-        if self.session.stats.last_changed_windows:
+        if self.session.prefilled.last_changed_windows:
             return "window changed"
         return "no window complete before"
 
@@ -236,19 +235,19 @@ def offline(model: TimedModel, audio: np.ndarray, settings: SimulKvSettings, arg
 
 
 def finished_run(
-    variant: str, model: TimedModel, session: SimulKvSession, audio: np.ndarray, times: list[float], meter: Meter
+    variant: str, model: TimedModel, session: ScriptedSession, audio: np.ndarray, times: list[float], meter: Meter
 ) -> Run:
     """The record of one run, from its session's statistics and the model's phase times and FLOPs."""
     return Run(
         variant,
         model.window_seconds,
         audio.shape[0] / SAMPLE_RATE,
-        session.stats.steps,
+        session.steps,
         sum(times),
         times,
         len(session.answer_ids),
-        session.stats.audio_tokens_prefilled,
-        session.stats.text_tokens_prefilled,
+        session.prefilled.audio_tokens,
+        session.prefilled.text_tokens,
         dict(model.seconds),
         dict(meter.flops),
         meter.steps,

@@ -1,18 +1,18 @@
 """Word error rate of the demo model on its held-out sets, offline and streamed through the server.
 
-The held-out utterances (wyoming_qwen3/model/demo/heldout.json) are word combinations
+The held-out utterances (demo-model/wyoming_qwen3_demo/heldout.json) are word combinations
 and voices the model never heard in training; they are spoken again here with
 espeak-ng, then transcribed offline in-process and streamed through a real
 server in 10 ms chunks as Home Assistant sends them. ``--set`` picks the set:
 
-- ``commands`` (default): Home Assistant style commands; ``--unrelated-bytes N`` sends each with a list of
-  names that none of them says, up to N bytes (the server's bound is 512), as ``transcribe`` names;
+- ``commands`` (default): Home Assistant style commands; ``--unrelated`` sends each with a list of names
+  that none of them says, as ``transcribe`` names, as much of it as the server keeps (its 512-byte bound);
 - ``named``: commands that say a home's own made-up name, never trained on, each once with the name among
   16 others in ``transcribe`` and once with no names: the gain of the context;
 - ``mandarin``: Mandarin commands (``language zh``), scored by characters, with whether the streamed deltas
   came as whole characters before the audio ended.
 
-Usage: script/benchmark wer [--set commands|named|mandarin] [--unrelated-bytes N] [--speed 1.0] [--limit N]
+Usage: script/benchmark wer [--set commands|named|mandarin] [--unrelated] [--speed 1.0] [--limit N]
                             [--model demo] [--quantize int8] [--json FILE] [--border-seconds S]
                             [--min-probability P] [--tuning-seed N] [--step-seconds S] [--encoder-window S]
                             [--stream-window S] [--trailing-noise]
@@ -30,20 +30,21 @@ from pathlib import Path
 
 import numpy as np
 
+from tools import offline
 from tools.client import Reply, stream
 from tools.corpus import heldout_utterances, with_trailing_noise
 from tools.names import heldout_names, name_list
 from tools.server_process import ServerProcess, add_server_arguments, server_flags, start_server
 from tools.speech import as_speech, speak
 from tools.wer import cer, normalize, wer
-from wyoming_qwen3.backends.text_units import is_unspaced
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.languages import LANGUAGE_NAMES
 from wyoming_qwen3.model.qwen import QwenAsrModel
+from wyoming_qwen3.model.text_units import is_unspaced
 from wyoming_qwen3.server.handler import bounded_entries, build_context
 
-#: Seed of the unrelated list of ``--unrelated-bytes``.
+#: Seed of the unrelated list of ``--unrelated``.
 _UNRELATED_SEED = 7
 
 
@@ -73,7 +74,7 @@ def run(
 ) -> Scored:
     """Transcribe ``items`` offline (the context and language as the server builds them) and streamed."""
     name = LANGUAGE_NAMES[language]
-    offline = [(i.text, qwen.transcribe(i.audio, build_context("", i.names or []), name).text) for i in items]
+    offline = [(i.text, offline.transcribe(qwen, i.audio, build_context("", i.names or []), name).text) for i in items]
     replies = [
         asyncio.run(stream(server.host, server.port, as_speech(i.audio), language=language, names=i.names, speed=speed))
         for i in items
@@ -119,7 +120,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=("commands", "named", "mandarin"), default="commands")
     parser.add_argument(
-        "--unrelated-bytes", type=int, default=0, help="commands: send a list of names none says, up to N bytes"
+        "--unrelated",
+        action="store_true",
+        help="commands: send each with 64 names none says, of which the server keeps what its bound (512 bytes) holds",
     )
     parser.add_argument("--speed", type=float, default=1.0, help="x real time for streaming (default: 1.0)")
     parser.add_argument("--limit", type=int, help="only the first N utterances")
@@ -149,12 +152,12 @@ def main() -> None:
         rng = np.random.default_rng(5)
         audio = [with_trailing_noise(a, rng.uniform(0, 2.5), rng) for a in audio]
     unrelated: list[str] | None = None
-    if args.unrelated_bytes:
+    if args.unrelated:
         listed = name_list(64, random.Random(_UNRELATED_SEED), exclude=frozenset(heldout_names()))
-        unrelated, _ = bounded_entries(listed.split(", "), None, max_bytes=args.unrelated_bytes)
+        unrelated, _ = bounded_entries(listed.split(", "), None)  # what the server keeps of them
     # (label, whether each utterance goes with the context held out with it)
     passes = {
-        "commands": [("commands" + (f", {args.unrelated_bytes} bytes of unrelated names" if unrelated else ""), False)],
+        "commands": [("commands" + (f", {_size(unrelated)} bytes of unrelated names" if unrelated else ""), False)],
         "named": [("the name among 16 in the context", True), ("no names", False)],
         "mandarin": [("Mandarin", False)],
     }[args.set]
@@ -179,7 +182,7 @@ def main() -> None:
         print(f"the context cuts the streamed WER on a home's own names from {without:.1%} to {with_names:.1%}")
     settings = {
         "set": args.set,
-        "unrelated_bytes": args.unrelated_bytes,
+        "unrelated_bytes": _size(unrelated) if unrelated else 0,
         "speed": args.speed,
         "trailing_noise": args.trailing_noise,
         "quantize": args.quantize,
@@ -189,6 +192,11 @@ def main() -> None:
     }
     if args.json:
         args.json.write_text(json.dumps({**settings, "passes": results}, indent=1, ensure_ascii=False) + "\n")
+
+
+def _size(names: list[str]) -> int:
+    """Bytes of the names as the context holds them."""
+    return len(", ".join(names).encode())
 
 
 if __name__ == "__main__":

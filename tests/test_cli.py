@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tools import offline
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads, AlignmentPolicy
 from wyoming_qwen3.server.cli import build_parser, env_name, parse_args
 
@@ -183,7 +184,7 @@ def test_a_length_of_zero_is_refused(flag: str) -> None:
 def test_streaming_defaults_are_the_backends_and_the_catalogues() -> None:
     from wyoming_qwen3.backends.simulkv.settings import SimulKvSettings
     from wyoming_qwen3.model.catalogue import resolve_model
-    from wyoming_qwen3.server.handler import HandlerConfig
+    from wyoming_qwen3.server.settings import HandlerConfig
 
     args = parse_args([], {})
     assert args.step_seconds == SimulKvSettings().step_seconds
@@ -223,8 +224,8 @@ def test_int8_weights_load_and_transcribe(scripted_model: Path) -> None:
     assert isinstance(small.model.lm_head, torch.ao.nn.quantized.dynamic.Linear)
     audio = np.random.default_rng(0).normal(0, 0.1, 3 * 16000).astype(np.float32)
     # The scripted model's answer is carried by its weights; int8 must keep it.
-    expected = full.transcribe(audio, language="English").text
-    assert expected and small.transcribe(audio, language="English").text == expected
+    expected = offline.transcribe(full, audio, language="English").text
+    assert expected and offline.transcribe(small, audio, language="English").text == expected
 
 
 def test_an_emission_log_that_cannot_be_written_is_refused_at_startup(tiny_model: Path, tmp_path: Path) -> None:

@@ -9,16 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tools import offline
 from tools.client import assert_streaming_order
 from tools.in_process import demo_backend
 from tools.speech import as_speech, speak
 from tools.wer import cer, word_errors
 from wyoming_qwen3.backends.base import SessionOptions
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
-from wyoming_qwen3.backends.text_units import is_unspaced
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
+from wyoming_qwen3.model.text_units import is_unspaced
 
 from .conftest import ServerProcess, run, start_server, transcribe
 
@@ -46,7 +47,7 @@ def test_heldout_commands_are_transcribed_offline(heldout_speech) -> None:
     model = QwenAsrModel.load(DEMO.path, "cpu")
     errors = words = 0
     for text, samples in heldout_speech:
-        e, n = word_errors(text, model.transcribe(samples).text.lower())
+        e, n = word_errors(text, offline.transcribe(model, samples).text.lower())
         errors, words = errors + e, words + n
     assert errors / words < 0.10
 
@@ -59,7 +60,7 @@ def test_heldout_commands_stream_through_the_server_as_offline(demo_server, held
         result = run(transcribe(demo_server, as_speech(samples), language="en", chunk_seconds=0.5, pace=0.1))
         assert_streaming_order(result)
         streamed = result.transcript.data["text"]
-        assert streamed == " ".join(model.transcribe(samples, language="English").text.split())
+        assert streamed == " ".join(offline.transcribe(model, samples, language="English").text.split())
         e, n = word_errors(text, streamed.lower())
         errors, words = errors + e, words + n
     assert errors / words < 0.10
@@ -115,7 +116,7 @@ def test_mandarin_streams_as_it_transcribes_offline_in_whole_characters(demo_ser
         samples = speak(utterance["text"], utterance["voice"], 165, 50)
         result = run(transcribe(demo_server, as_speech(samples), language="zh", chunk_seconds=0.5, pace=0.1))
         assert_streaming_order(result)
-        assert result.text == model.transcribe(samples, language="Chinese").text
+        assert result.text == offline.transcribe(model, samples, language="Chinese").text
         assert all(is_unspaced(c) for chunk in result.chunks for c in chunk.strip()), result.chunks
         pairs.append((utterance["text"], result.text))
     # Four utterances: one wrong word is 5% ("把浴室的灯调到百分之六" as "把浴室的音机调到百分之六"); the held-out

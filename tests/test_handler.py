@@ -21,7 +21,7 @@ from wyoming.info import Describe
 from tools.speech import Speech, pcm16, speak
 from wyoming_qwen3.backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.server.handler import HandlerConfig
+from wyoming_qwen3.server.settings import HandlerConfig
 from wyoming_qwen3.server.silero import VadProcessError
 from wyoming_qwen3.server.speech_activity import DetectorPool
 
@@ -226,10 +226,10 @@ def test_detectors_are_reused_from_connection_to_connection_and_given_back_after
 
     async def until_idle(count: int) -> None:
         for _ in range(200):  # the handler gives its detector back as the connection closes
-            if pool.idle == count:
+            if len(pool._idle) == count:
                 return
             await asyncio.sleep(0.01)
-        raise AssertionError(f"{pool.idle} detectors idle, expected {count}")
+        raise AssertionError(f"{len(pool._idle)} detectors idle, expected {count}")
 
     async def hang_up(port: int) -> None:
         _, writer = await asyncio.open_connection("127.0.0.1", port)

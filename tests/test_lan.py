@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tools import offline
 from tools.speech import speak
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.qwen import QwenAsrModel
@@ -64,7 +65,7 @@ def test_readme_command_is_discovered_and_used_from_another_host(lan: Lan, tmp_p
         wav.setsampwidth(2)
         wav.setframerate(16000)
         wav.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    offline = QwenAsrModel.load(demo.path, "cpu").transcribe(samples, language="English").text
+    expected = offline.transcribe(QwenAsrModel.load(demo.path, "cpu"), samples, language="English").text
 
     arguments = readme_run_arguments()
     assert arguments[arguments.index("--uri") + 1].startswith("tcp://0.0.0.0:") and "--zeroconf" in arguments
@@ -97,7 +98,7 @@ def test_readme_command_is_discovered_and_used_from_another_host(lan: Lan, tmp_p
         assert report["port"] == port
         assert report["types"] == ["info", "transcript-start", *report["types"][2:-2], "transcript", "transcript-stop"]
         assert set(report["types"][2:-2]) <= {"transcript-chunk"}
-        assert report["transcript"] == " ".join(offline.split()) != ""
+        assert report["transcript"] == " ".join(expected.split()) != ""
         assert log_text.index("Announced") < log_text.index("Ready"), log_text
         server.send_signal(signal.SIGTERM)
         server_exit = server.wait(timeout=30)

@@ -9,6 +9,7 @@ import pytest
 from wyoming.audio import AudioChunk, AudioStart
 from wyoming.info import Describe, Info
 
+from tools import offline
 from tools.client import assert_streaming_order, connect
 from tools.speech import Speech
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -48,7 +49,7 @@ def test_transcript_matches_offline_greedy_transcription(tiny_server, tiny_model
     assert_streaming_order(result)
 
     samples = np.frombuffer(utterance.audio, dtype="<i2").astype(np.float32) / 32768.0
-    expected = QwenAsrModel.load(tiny_model, "cpu").transcribe(samples, language="English")
+    expected = offline.transcribe(QwenAsrModel.load(tiny_model, "cpu"), samples, language="English")
     assert expected.text, "the random model wrote nothing; pick another sentence"
     # The server sends words: whitespace runs (the random model writes odd ones) become one space.
     assert result.transcript.data["text"] == " ".join(expected.text.split())
@@ -81,7 +82,7 @@ def test_any_audio_format_is_converted(tiny_server, tiny_model, speech, label: s
         ]
     )
     assert abs(samples.shape[0] / SAMPLE_RATE - utterance.seconds) < 0.01, label
-    expected = QwenAsrModel.load(tiny_model, "cpu").transcribe(samples, language="English").text
+    expected = offline.transcribe(QwenAsrModel.load(tiny_model, "cpu"), samples, language="English").text
     assert expected, "the random model wrote nothing; pick another sentence"
     assert result.transcript.data["text"] == " ".join(expected.split()), label
 

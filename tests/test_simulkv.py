@@ -11,6 +11,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
+from tools import offline
 from tools.random_model import build_random_model
 from wyoming_qwen3.backends.base import SessionOptions
 from wyoming_qwen3.backends.inference import Preempted
@@ -19,9 +20,9 @@ from wyoming_qwen3.backends.simulkv.alignatt import AttentionRecorder
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
 from wyoming_qwen3.backends.simulkv.session import SimulKvSession, step_token_cap
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads, AlignmentPolicy, SimulKvSettings
-from wyoming_qwen3.backends.text_units import SentText, complete_units
 from wyoming_qwen3.model.format import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE, repeated_tail
 from wyoming_qwen3.model.qwen import QwenAsrModel
+from wyoming_qwen3.model.text_units import SentText, complete_units
 
 from .conftest import SCRIPT_TEXT
 
@@ -57,7 +58,7 @@ def session(model: QwenAsrModel, policy: AlignmentPolicy, language: str | None =
 def full_recompute_logits(model: QwenAsrModel, s: SimulKvSession, language: str | None) -> torch.Tensor:
     """Logits of the next token from scratch: a fresh cache, the whole sequence at once."""
     prompt = model.prompt_ids("", language)
-    parts = [model.embed_tokens(prompt.prefix), model.audio_embeddings(s.buffer).unsqueeze(0)]
+    parts = [model.embed_tokens(prompt.prefix), offline.audio_embeddings(model, s.buffer).unsqueeze(0)]
     parts.append(model.embed_tokens(prompt.suffix))
     if s.answer_ids:
         parts.append(model.embed_tokens(s.answer_ids))
@@ -81,7 +82,7 @@ def test_window_by_window_encoding_is_the_windowed_encoder(tiny: QwenAsrModel) -
         # One window over everything: attention across the windows, for contrast.
         across = torch.tensor([0, whole.shape[0]], dtype=torch.int32)
         unwindowed = tiny.model.model.get_audio_features(features, mask, cu_seqlens=across).pooler_output
-        windowed = tiny.audio_embeddings(audio)
+        windowed = offline.audio_embeddings(tiny, audio)
     assert windowed.shape == whole.shape == (65, 64)  # 5 s at 13 tokens/s
     scale = float(whole.abs().max())
     windowed_error = float((windowed - whole).abs().max())
@@ -91,6 +92,23 @@ def test_window_by_window_encoding_is_the_windowed_encoder(tiny: QwenAsrModel) -
     assert unwindowed_error > 1e-3 * scale and unwindowed_error > 100 * windowed_error
 
 
+def test_a_window_shorter_than_a_chunk_leaves_the_shared_encoder_as_it_was(tiny: QwenAsrModel) -> None:
+    """A window under one 1 s chunk is convolved at its own length, by a view of the encoder: the tower every
+    session shares keeps its own chunk length while the call runs, so another thread's encode is unchanged."""
+    tower = tiny.model.model.audio_tower
+    chunk_seen_by_shared_tower: list[int] = []
+    hook = tower.conv2d1.register_forward_pre_hook(lambda *_: chunk_seen_by_shared_tower.append(tower.n_window))
+    try:
+        with torch.inference_mode():
+            short = tiny.encode_window(tiny.log_mel(noise(0.33))[:, :33])
+            longer = tiny.encode_window(tiny.log_mel(noise(1.5))[:, :150])
+    finally:
+        hook.remove()
+    own_chunk = int(tiny.audio_config.n_window)
+    assert chunk_seen_by_shared_tower == [own_chunk, own_chunk]
+    assert short.shape[0] == 5 and longer.shape[0] == 13 + 7  # (33 frames -> 17 -> 9 -> 5); 1 s chunk + 50 frames
+
+
 def test_incremental_prefill_equals_full_recompute_across_window_boundaries(tiny: QwenAsrModel) -> None:
     s = session(tiny, EMIT_ALL)  # tokens are committed, so the committed text is part of the prefill
     audio = noise(5.0, seed=1)
@@ -98,7 +116,7 @@ def test_incremental_prefill_equals_full_recompute_across_window_boundaries(tiny
     for end in np.arange(0.5, 5.01, 0.5):
         s.feed(audio[int((end - 0.5) * SAMPLE_RATE) : int(end * SAMPLE_RATE)])
         state = s.prefill()
-        reused.append(s.stats.last_reused_tokens)
+        reused.append(s.reused_tokens)
         expected = full_recompute_logits(tiny, s, "English")
         assert torch.allclose(state.logits, expected, atol=1e-4), f"at {end} s"
     assert s.answer_ids, "the policy should have committed tokens"
@@ -116,7 +134,7 @@ def test_a_shorter_encoder_window_streams_exactly_and_reuses_more(tiny: QwenAsrM
     for end in np.arange(0.5, 3.01, 0.5):
         s.feed(audio[int((end - 0.5) * SAMPLE_RATE) : int(end * SAMPLE_RATE)])
         state = s.prefill()
-        reused.append(s.stats.last_reused_tokens - prefix)
+        reused.append(s.reused_tokens - prefix)
         assert torch.allclose(state.logits, full_recompute_logits(one_second, s, "English"), atol=1e-4), end
     # Each completed second keeps its 13 audio tokens' KV (the 2 s windows would wait for 26).
     assert reused[2] == 13  # at 1.5 s
@@ -124,7 +142,7 @@ def test_a_shorter_encoder_window_streams_exactly_and_reuses_more(tiny: QwenAsrM
     for start in range(0, audio.shape[0], SAMPLE_RATE // 2):
         held.feed(audio[start : start + SAMPLE_RATE // 2])
     # The offline pass uses the same window, so a held stream still ends as it does.
-    assert held.finish().text == one_second.transcribe(audio, language="English").text
+    assert held.finish().text == offline.transcribe(one_second, audio, language="English").text
 
 
 @pytest.mark.parametrize("seconds", [0.0, 0.5, 1.5, 3.0])
@@ -150,14 +168,14 @@ def test_stream_with_a_holding_border_ends_as_the_offline_transcription(tiny: Qw
     words = "".join(s.feed(audio[start : start + 8000]) for start in range(0, audio.shape[0], 8000)).split()
     assert words == []
     final = s.finish()
-    assert final.text == tiny.transcribe(audio, language="English").text
-    assert s.stats.steps == 10  # a step a half second, 10 ms past each mark (1.0 s to 5.0 s), and the final one
+    assert final.text == offline.transcribe(tiny, audio, language="English").text
+    assert s.steps == 10  # a step a half second, 10 ms past each mark (1.0 s to 5.0 s), and the final one
 
 
 def test_border_zero_on_the_whole_audio_is_the_offline_transcription(tiny: QwenAsrModel) -> None:
     audio = noise(3.0, seed=4)
     s = session(tiny, AlignmentPolicy(border_seconds=0.0), step_seconds=0.5)
-    assert s.feed(audio) + s.finish().text == tiny.transcribe(audio, language="English").text
+    assert s.feed(audio) + s.finish().text == offline.transcribe(tiny, audio, language="English").text
 
 
 class PinnedAttention(AttentionRecorder):
@@ -451,8 +469,8 @@ class PacedPolicy(AlignmentPolicy):
 
     def attended_token(self, attention: torch.Tensor) -> int:
         s = self.pace["session"]
-        if self.pace.get("step") != s.stats.steps:
-            self.pace.update(step=s.stats.steps, decided=0)
+        if self.pace.get("step") != s.steps:
+            self.pace.update(step=s.steps, decided=0)
         index = len(s._committed) + self.pace["decided"]
         self.pace["decided"] += 1
         heard_at = (index + 1) / self.tokens_per_second_spoken
@@ -504,11 +522,11 @@ def test_once_the_speaker_has_finished_a_step_ends_at_its_next_token_and_no_step
 
     monkeypatch.setattr(scripted, "forward", forward_then_stop)
     s.feed(noise(1.0))
-    assert s.stats.steps == 1 and len(s.answer_ids) == 1  # the token decided before, and no more
+    assert s.steps == 1 and len(s.answer_ids) == 1  # the token decided before, and no more
     s.feed(noise(1.0, seed=1))
-    assert s.stats.steps == 1  # the audio waits for the final pass
+    assert s.steps == 1  # the audio waits for the final pass
     assert s.finish().text == SCRIPT_TEXT
-    assert s.stats.steps == 2
+    assert s.steps == 2
 
 
 def stream_beside(
@@ -540,7 +558,7 @@ def test_a_speculation_leaves_the_session_as_it_was(tiny: QwenAsrModel) -> None:
     # A pause heard three times, each with some audio not yet stepped.
     plain, speculating = stream_beside(tiny, (12000, 36000, 60000), speculate)
     assert plain.answer_ids == speculating.answer_ids and plain.answer_ids  # committed text, and the same
-    assert plain.stats.steps == speculating.stats.steps  # the speculations' passes are not counted as steps
+    assert plain.steps == speculating.steps  # the speculations' passes are not counted as steps
     assert torch.equal(plain.prefill().logits, speculating.prefill().logits)  # the cache holds what it held
     assert plain.finish() == speculating.finish()
 

@@ -29,7 +29,7 @@ from tools.speech import as_speech, pcm16, speak, trimmed
 from wyoming_qwen3.backends.base import FinalDelta, SessionOptions, Speculation, StreamingSession
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.server.handler import HandlerConfig
+from wyoming_qwen3.server.settings import HandlerConfig
 from wyoming_qwen3.server.turn import TurnSettings
 
 from .conftest import ServerProcess, serving, start_server

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from tools import offline
 from wyoming_qwen3.backends.simulkv.alignatt import AttentionRecorder, head_index, use_recording_attention
 from wyoming_qwen3.backends.simulkv.settings import ALIGNMENT_HEADS_FILE, AlignmentHeads
 from wyoming_qwen3.model.format import AUDIO_TOKENS_PER_SECOND, SAMPLE_RATE
@@ -97,7 +98,7 @@ def attended_times(
         tokens += ids
         owners += [index] * len(ids)
     prompt = model.prompt_ids("", language)
-    audio = model.audio_embeddings(utterance.audio).to(model.dtype)
+    audio = offline.audio_embeddings(model, utterance.audio).to(model.dtype)
     audio_span = (len(prompt.prefix), len(prompt.prefix) + audio.shape[0])
     embeds = torch.cat([model.embed_tokens(prompt.prefix), audio.unsqueeze(0), model.embed_tokens(prompt.suffix)], 1)
     cache = DynamicCache()

@@ -24,8 +24,9 @@ from wyoming_qwen3.backends.simulkv.settings import (
 )
 from wyoming_qwen3.model.catalogue import ResolvedModel, resolve_model
 from wyoming_qwen3.model.qwen import QwenAsrModel
-from wyoming_qwen3.server.handler import HandlerConfig, Qwen3EventHandler
+from wyoming_qwen3.server.handler import Qwen3EventHandler
 from wyoming_qwen3.server.info import build_info
+from wyoming_qwen3.server.settings import HandlerConfig
 from wyoming_qwen3.server.speech_activity import DetectorPool
 
 

@@ -17,13 +17,18 @@ import argparse
 import asyncio
 import logging
 import sys
+from dataclasses import dataclass
+from typing import Any
+
+import torch
 
 from wyoming_qwen3.backends.base import Backend, SessionOptions
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
-from wyoming_qwen3.backends.simulkv.encoder_cache import AudioWindowCache
+from wyoming_qwen3.backends.simulkv.encoder_cache import AudioWindowCache, EncodedAudio
 from wyoming_qwen3.backends.simulkv.session import Prefill, SimulKvSession, Verdict
 from wyoming_qwen3.model.catalogue import ResolvedModel
 from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.qwen import QwenAsrModel
 from wyoming_qwen3.server.cli import parse_args
 from wyoming_qwen3.server.serve import StartupError, serve
 
@@ -31,10 +36,46 @@ from wyoming_qwen3.server.serve import StartupError, serve
 TOKENS_PER_SECOND = 4.0
 
 
+@dataclass
+class PrefillCounts:
+    """What a session's prefills computed, for the compute benchmark."""
+
+    #: Prefilled so far: audio tokens, and text (the prompt around the audio, the answer fed back).
+    audio_tokens: int = 0
+    text_tokens: int = 0
+    #: Complete encoder windows the last prefill encoded again because their features changed.
+    last_changed_windows: int = 0
+
+
+class CountingWindowCache(AudioWindowCache):
+    """The session's window cache, noting how many windows each encode had to compute again."""
+
+    def __init__(self, counts: PrefillCounts) -> None:
+        super().__init__()
+        self._counts = counts
+
+    def encode(self, model: QwenAsrModel, log_mel: torch.Tensor) -> EncodedAudio:
+        encoded = super().encode(model, log_mel)
+        self._counts.last_changed_windows = encoded.changed_windows
+        return encoded
+
+
 class ScriptedSession(SimulKvSession):
-    """A simulkv session whose steps write the tokens of a speaker at a fixed pace."""
+    """A simulkv session whose steps write the tokens of a speaker at a fixed pace, counting what it prefills."""
 
     tokens_per_second = TOKENS_PER_SECOND
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prefilled = PrefillCounts()
+        self._audio_cache = CountingWindowCache(self.prefilled)
+
+    def prefill(self) -> Prefill:
+        state = super().prefill()
+        new_audio = state.audio_tokens - (self.reused_tokens - self.prefix_tokens)
+        self.prefilled.audio_tokens += new_audio
+        self.prefilled.text_tokens += state.position - self.reused_tokens - new_audio
+        return state
 
     def _step_limit(self, final: bool, new_seconds: float, in_preamble: bool) -> int:
         heard = self._utterance_samples() / SAMPLE_RATE
@@ -56,7 +97,7 @@ class ReprefillSession(ScriptedSession):
     """The baseline: every step encodes all the audio and prefills the whole prompt again."""
 
     def prefill(self) -> Prefill:
-        self._audio_cache = AudioWindowCache()
+        self._audio_cache = CountingWindowCache(self.prefilled)
         self._cache = self._prefill_prefix()
         self._cached_audio_tokens = 0
         return super().prefill()

@@ -22,7 +22,7 @@ from tools.ha_client import Turn, command
 from tools.in_process import serving
 from wyoming_qwen3.backends.base import Backend
 from wyoming_qwen3.model.grammar import Grammars
-from wyoming_qwen3.server.handler import HandlerConfig
+from wyoming_qwen3.server.settings import HandlerConfig
 from wyoming_qwen3.server.turn import TurnSettings
 
 #: Home Assistant's default silence before audio-stop; None: the server ends the turn.

@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from tools import offline
 from tools.alignment_heads import find_heads, synthesize
 from tools.corpus import (
     AREAS,
@@ -183,10 +184,10 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
                 name_span = (speech.word_starts[word][1], speech.ends[word])
         examples.append(
             Example(
-                qwen.features(speech.audio).clone(),
+                offline.features(qwen, speech.audio).clone(),
                 text,
                 voice,
-                qwen.features(prefix).clone(),
+                offline.features(qwen, prefix).clone(),
                 heard,
                 script.language,
                 script.name,
@@ -229,7 +230,7 @@ class Trainer:
             end = begin + len(spelling)
             for i, (first, last) in enumerate(encoded["offset_mapping"]):
                 name_tokens[i] = last > begin and first < end
-        audio = embeds if embeds is not None else self.qwen.embed_features(self.spec_augment(features))
+        audio = embeds if embeds is not None else offline.embed_features(self.qwen, self.spec_augment(features))
         if mask and example.name_span is not None:
             begin, end = (int(t * AUDIO_TOKENS_PER_SECOND) for t in example.name_span)
             audio = audio.clone()
@@ -308,13 +309,13 @@ def freeze_encoder(qwen: QwenAsrModel, examples: list[Example]) -> None:
         module.requires_grad_(False)
     with torch.no_grad():
         for example in examples:
-            example.embeds = qwen.embed_features(example.features)
+            example.embeds = offline.embed_features(qwen, example.features)
             if example.prefix_features is not None:
-                example.prefix_embeds = qwen.embed_features(example.prefix_features)
+                example.prefix_embeds = offline.embed_features(qwen, example.prefix_features)
 
 
 def evaluate(qwen: QwenAsrModel, examples: list[Example], audio_of) -> float:  # noqa: ANN001
-    return wer([(e.text, qwen.transcribe(audio_of(e)).text) for e in examples])
+    return wer([(e.text, offline.transcribe(qwen, audio_of(e)).text) for e in examples])
 
 
 def main() -> None:
@@ -445,27 +446,34 @@ def main() -> None:
     before_pause = [(h[0], v) for t, v in heldout_pairs if (h := split_before_first_slot(t)) is not None]
     heads_wer = wer(
         [
-            (h, qwen.transcribe(with_trailing_noise(trimmed(speak(h, v, 165, 50)), 0.3, trailing)).text)
+            (h, offline.transcribe(qwen, with_trailing_noise(trimmed(speak(h, v, 165, 50)), 0.3, trailing)).text)
             for h, v in before_pause
         ]
     )
     # Pauses anywhere (held-out commands, voices and rates): the whole command, and the words before the
     # pause with 0.3 s of it, as the server's endpoint decides on them.
     paused = pause_corpus(100, seed=0)
-    paused_wer = wer([(p.text, qwen.transcribe(with_trailing_noise(p.audio, 0.3, trailing)).text) for p in paused])
+    paused_wer = wer(
+        [(p.text, offline.transcribe(qwen, with_trailing_noise(p.audio, 0.3, trailing)).text) for p in paused]
+    )
     paused_heads_wer = wer(
-        [(p.first, qwen.transcribe(p.audio[: p.pause_start + int(0.3 * SAMPLE_RATE)]).text) for p in paused]
+        [(p.first, offline.transcribe(qwen, p.audio[: p.pause_start + int(0.3 * SAMPLE_RATE)]).text) for p in paused]
     )
     # A home's own names (held out, never trained) with and without them in the context; the ordinary commands
     # with an unrelated list as long as the server's bound; Mandarin.
     named_audio = [speak(u["text"], u["voice"], 165, 50) for u in heldout_rare]
     named_with = wer(
-        [(u["text"], qwen.transcribe(a, u["context"]).text) for u, a in zip(heldout_rare, named_audio, strict=True)]
+        [
+            (u["text"], offline.transcribe(qwen, a, u["context"]).text)
+            for u, a in zip(heldout_rare, named_audio, strict=True)
+        ]
     )
-    named_without = wer([(u["text"], qwen.transcribe(a).text) for u, a in zip(heldout_rare, named_audio, strict=True)])
+    named_without = wer(
+        [(u["text"], offline.transcribe(qwen, a).text) for u, a in zip(heldout_rare, named_audio, strict=True)]
+    )
     unrelated = name_list(64, random.Random(7), exclude=frozenset(heldout_names()))
-    listed_wer = wer([(t, qwen.transcribe(spoken[t], unrelated).text) for t, _ in heldout_pairs])
-    mandarin_cer = cer([(t, qwen.transcribe(speak(t, v, 165, 50)).text) for t, v in mandarin_pairs])
+    listed_wer = wer([(t, offline.transcribe(qwen, spoken[t], unrelated).text) for t, _ in heldout_pairs])
+    mandarin_cer = cer([(t, offline.transcribe(qwen, speak(t, v, 165, 50)).text) for t, v in mandarin_pairs])
     print(
         f"named: WER {named_with:.3f} with the name in the context, {named_without:.3f} without; "
         f"with {len(unrelated.encode())} bytes of unrelated names {listed_wer:.3f}; Mandarin CER {mandarin_cer:.3f}",

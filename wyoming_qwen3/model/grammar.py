@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..backends.text_units import is_unspaced
+from .text_units import is_unspaced
 
 GRAMMAR_FILE = "grammar.json"
 

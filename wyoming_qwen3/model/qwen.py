@@ -9,6 +9,7 @@ every session shares.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -24,10 +25,6 @@ from .format import (
     ASR_TEXT_TAG,
     FRAMES_PER_SECOND,
     SAMPLE_RATE,
-    Transcription,
-    max_new_tokens,
-    parse_output,
-    repeated_tail,
 )
 from .languages import LANGUAGE_NAMES
 from .log_mel import unclamped_log_mel
@@ -287,24 +284,11 @@ class QwenAsrModel:
 
     # -- audio ----------------------------------------------------------------
 
-    def features(self, audio: np.ndarray) -> torch.Tensor:
-        """Log-mel features [mel_bins, frames] of 16 kHz mono float32 audio."""
-        features = self.processor.feature_extractor(
-            self._padded(audio),
-            sampling_rate=SAMPLE_RATE,
-            padding=True,
-            truncation=False,
-            return_attention_mask=True,
-            return_tensors="pt",
-        )
-        frames = int(features["attention_mask"].sum())
-        return features["input_features"][0, :, :frames].to(self.device, self.dtype)
-
     def log_mel(self, audio: np.ndarray) -> torch.Tensor:
         """Unclamped log10 mel power [mel_bins, frames] of 16 kHz mono float32 audio (see log_mel)."""
-        return unclamped_log_mel(self.processor.feature_extractor, self._padded(audio))
+        return unclamped_log_mel(self.processor.feature_extractor, self.padded(audio))
 
-    def _padded(self, audio: np.ndarray) -> np.ndarray:
+    def padded(self, audio: np.ndarray) -> np.ndarray:
         """Audio shorter than the feature extractor pads it to (0.5 s on the -hf checkpoints), padded so here too,
         so that streaming features equal the extractor's."""
         shortest = max(_MIN_SAMPLES, int(getattr(self.processor.feature_extractor, "min_length", 0) or 0))
@@ -331,38 +315,27 @@ class QwenAsrModel:
         # A window shorter than one chunk (a step just after a window began: 1 or 51 frames at
         # 0.5 s steps) is convolved at its own length, as qwen-asr convolved it, not padded to a
         # whole second: the padding cost 10% of the 0.6B encoder's FLOPs (29.0 against 26.3 GFLOPs
-        # per audio second, script/benchmark compute). The encoder reads its chunk length from
-        # ``n_window`` and its tokens from ``cu_seqlens``; both are set for this one call.
-        tower = self.model.model.audio_tower
+        # per audio second, script/benchmark compute). The encoder reads its chunk length from its
+        # ``n_window`` and its tokens from ``cu_seqlens``: this call gets a shallow copy of the tower
+        # (the same weights) with its own ``n_window``, so the shared tower is never changed.
+        tower = copy.copy(self.model.model.audio_tower)
         own = frames + frames % 2
+        tower.n_window = own // 2
         tokens = frames
         for _ in range(3):  # three stride-2 convolutions
             tokens = (tokens - 1) // 2 + 1
-        full_chunk, tower.n_window = tower.n_window, own // 2
-        try:
-            return self._encode(features, own, cu_seqlens=torch.tensor([0, tokens], dtype=torch.int32))
-        finally:
-            tower.n_window = full_chunk
+        return self._encode(features, own, tower, cu_seqlens=torch.tensor([0, tokens], dtype=torch.int32))
 
-    def _encode(self, features: torch.Tensor, padded: int, **kwargs: Any) -> torch.Tensor:
-        """The audio tower and projector on ``features`` padded (and masked) to ``padded`` frames."""
+    def _encode(self, features: torch.Tensor, padded: int, tower: Any = None, **kwargs: Any) -> torch.Tensor:
+        """The audio tower (the model's, or ``tower``) and projector on ``features`` padded (and masked) to
+        ``padded`` frames."""
         frames = features.shape[1]
         inputs = torch.nn.functional.pad(features, (0, padded - frames)).unsqueeze(0)
         mask = torch.zeros(1, padded, dtype=torch.long, device=self.device)
         mask[0, :frames] = 1
-        return self.model.model.get_audio_features(inputs, mask, **kwargs).pooler_output
-
-    def audio_embeddings(self, audio: np.ndarray) -> torch.Tensor:
-        """Audio embeddings [n_audio_tokens, hidden] of a whole utterance, window by window."""
-        return self.embed_features(self.features(audio))
-
-    def embed_features(self, features: torch.Tensor) -> torch.Tensor:
-        """Audio embeddings [n_audio_tokens, hidden] of log-mel features of any length, window by window."""
-        windows = [
-            self.encode_window(features[:, start : start + self.window_frames])
-            for start in range(0, features.shape[1], self.window_frames)
-        ]
-        return torch.cat(windows, dim=0)
+        audio = self.model.model
+        encoded = (tower or audio.audio_tower)(input_features=inputs, input_features_mask=mask, **kwargs)
+        return audio.multi_modal_projector(encoded.last_hidden_state)
 
     # -- decoding -------------------------------------------------------------
 
@@ -387,29 +360,3 @@ class QwenAsrModel:
     def decode_text(self, ids: list[int]) -> str:
         """Text of generated ids, special tokens dropped, ``<asr_text>`` kept."""
         return self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-
-    @torch.inference_mode()
-    def transcribe(self, audio: np.ndarray, context: str = "", language: str | None = None) -> Transcription:
-        """Offline greedy transcription of a whole utterance."""
-        from transformers import DynamicCache
-
-        prompt = self.prompt_ids(context, language)
-        audio_embeds = self.audio_embeddings(audio).to(self.dtype)
-        embeds = torch.cat(
-            [self.embed_tokens(prompt.prefix), audio_embeds.unsqueeze(0), self.embed_tokens(prompt.suffix)],
-            dim=1,
-        )
-        cache = DynamicCache()
-        logits = self.forward(embeds, 0, cache)
-        position = embeds.shape[1]
-        generated: list[int] = []
-        for _ in range(max_new_tokens(audio.shape[0] / SAMPLE_RATE)):
-            token = int(logits.argmax())
-            if token in self.token_ids.eos:
-                break
-            generated.append(token)
-            logits = self.forward(self.embed_tokens([token]), position, cache)
-            position += 1
-        # A loop keeps its first copy, as the streaming final pass does.
-        del generated[len(generated) - repeated_tail(generated) :]
-        return parse_output(self.decode_text(generated), language)

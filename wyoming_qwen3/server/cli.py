@@ -20,7 +20,7 @@ from ..backends.loading import BACKENDS
 from ..backends.simulkv.settings import SimulKvSettings
 from ..model.catalogue import DEFAULT_MODEL, STREAMING_ENCODER_WINDOW
 from ..model.languages import AUTO_LANGUAGE
-from .handler import HandlerConfig
+from .settings import HandlerConfig
 from .turn import TurnSettings
 
 #: The defaults, from the one place each is set.

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from wyoming.asr import Transcribe
@@ -37,43 +35,15 @@ from .audio import AudioFormatError, AudioNormalizer
 from .emission_log import EmissionLog
 from .memory import return_free_memory
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
+from .settings import HandlerConfig
 from .speech_activity import DetectorPool, SpeechActivity
-from .turn import TurnSettings
-from .utterance import StreamLimits, Utterance
+from .utterance import Utterance
 
 _LOGGER = logging.getLogger(__name__)
 
 #: What a client's event becomes once parsed.
 Message = Describe | Ping | Transcribe | AudioStart | AudioChunk | AudioStop
 _MESSAGE_TYPES: tuple[type[Message], ...] = (Describe, Ping, Transcribe, AudioStart, AudioChunk, AudioStop)
-
-
-@dataclass(frozen=True)
-class HandlerConfig:
-    """Server-wide settings every connection shares."""
-
-    #: Qwen3-ASR name used when ``transcribe`` names none; None detects it.
-    default_language: str | None = None
-    #: Context for every utterance, before the client's names and terms.
-    context: str = ""
-    #: Audio beyond this is not transcribed: the transcript is sent at the cap. A stream's
-    #: cost per second is bounded (simulkv's stream window), so the cap is for runaway streams.
-    max_audio_seconds: float = 60.0
-    #: A stream with no audio for this long is finished as if audio-stop came.
-    audio_timeout_seconds: float = 10.0
-    #: A connection with no event for this long, and no stream in flight, is closed.
-    #: Home Assistant sends ``describe`` every 30 s; four times that never cuts it.
-    idle_timeout_seconds: float = 120.0
-    #: An event whose first byte came must be complete this much later.
-    event_timeout_seconds: float = 10.0
-    #: A JSON-lines file, or a folder for one file per utterance, of every unit sent.
-    emission_log: Path | None = None
-    #: When the final pass starts early, and whether the server ends turns itself.
-    turn: TurnSettings = field(default_factory=TurnSettings)
-
-    @property
-    def limits(self) -> StreamLimits:
-        return StreamLimits(self.max_audio_seconds, self.audio_timeout_seconds)
 
 
 #: Names and terms a client may send: whole entries are kept, in order, while
@@ -84,17 +54,14 @@ MAX_CONTEXT_ENTRIES = 64
 MAX_CONTEXT_BYTES = 512
 
 
-def bounded_entries(
-    names: list[str] | None, terms: list[str] | None, max_bytes: int = MAX_CONTEXT_BYTES
-) -> tuple[list[str], int]:
-    """The client's names, then its terms, as many whole ones as the bounds allow (``max_bytes``: the server's,
-    or a smaller one a benchmark asks for); and how many were dropped."""
+def bounded_entries(names: list[str] | None, terms: list[str] | None) -> tuple[list[str], int]:
+    """The client's names, then its terms, as many whole ones as the bounds allow; and how many were dropped."""
     entries = [entry.strip() for entry in [*(names or []), *(terms or [])] if entry.strip()]
     kept: list[str] = []
     size = 0
     for entry in entries[:MAX_CONTEXT_ENTRIES]:
         size += len(entry.encode("utf-8")) + 2  # with its ", " separator
-        if size > max_bytes:
+        if size > MAX_CONTEXT_BYTES:
             break
         kept.append(entry)
     return kept, len(entries) - len(kept)

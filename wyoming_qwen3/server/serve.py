@@ -24,9 +24,10 @@ from ..model.grammar import GrammarError, Grammars
 from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
 from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
-from .handler import HandlerConfig, Qwen3EventHandler
+from .handler import Qwen3EventHandler
 from .info import build_info
 from .memory import freeze_startup_objects
+from .settings import HandlerConfig
 from .silero import VadProcess
 from .speech_activity import DetectorPool
 from .turn import TurnSettings

@@ -83,10 +83,6 @@ class DetectorPool:
         else:
             await asyncio.to_thread(detector.close)
 
-    @property
-    def idle(self) -> int:
-        return len(self._idle)
-
 
 @dataclass(frozen=True)
 class Heard:

@@ -33,8 +33,8 @@ import numpy as np
 
 from ...model.format import SAMPLE_RATE, SAMPLES_PER_FRAME
 from ...model.languages import LANGUAGE_NAMES
+from ...model.text_units import joined, split_units
 from ..base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
-from ..text_units import joined, split_units
 from .local_agreement import LocalAgreement, agreed_length, comparable
 
 _LOGGER = logging.getLogger(__name__)

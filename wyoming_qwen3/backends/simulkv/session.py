@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
@@ -41,29 +41,15 @@ from ...model.format import (
     repeated_tail,
 )
 from ...model.qwen import QwenAsrModel
+from ...model.text_units import SentText, begins_unit, normalize
 from ..base import FinalDelta, SessionOptions, Speculation, StreamingSession
 from ..inference import Preempted, Stepwise, run_alone
-from ..text_units import SentText, begins_unit, normalize
 from .alignatt import AttentionRecorder, head_index
 from .batch import TokenPass, forward_tokens
 from .encoder_cache import AudioWindowCache, SavedWindows
 from .settings import AlignmentHeads, SimulKvSettings
 
 _LOGGER = logging.getLogger(__name__)
-
-
-@dataclass
-class SessionStats:
-    """What a session computed: the compute benchmark reads it, and debug logs could."""
-
-    steps: int = 0
-    #: Tokens (prompt prefix and audio) whose KV the last step kept.
-    last_reused_tokens: int = 0
-    #: Complete encoder windows the last step encoded again because their features changed.
-    last_changed_windows: int = 0
-    #: Prefilled so far: audio tokens, and text (the prompt around the audio, the answer fed back).
-    audio_tokens_prefilled: int = 0
-    text_tokens_prefilled: int = 0
 
 
 class Verdict(Enum):
@@ -99,7 +85,8 @@ class SavedState:
     answer: list[int]
     sent: str
     last_text_time: float | None
-    stats: SessionStats
+    steps: int
+    reused_tokens: int
     windows: SavedWindows
 
 
@@ -160,7 +147,10 @@ class SimulKvSession(StreamingSession):
         self._finishing = False
         #: The probability of the end of text where the last final pass ended (None: it ended otherwise).
         self._end_probability: float | None = None
-        self.stats = SessionStats()
+        #: Steps run, and the tokens (prompt prefix and audio) whose KV the last prefill kept: what a
+        #: speculation that ran a step crops the cache back to (``_restore``).
+        self.steps = 0
+        self.reused_tokens = 0
 
     @property
     def offset_seconds(self) -> float:
@@ -296,20 +286,21 @@ class SimulKvSession(StreamingSession):
             answer=list(self._answer),
             sent=self._sent.text,
             last_text_time=self._last_text_time,
-            stats=replace(self.stats),
+            steps=self.steps,
+            reused_tokens=self.reused_tokens,
             windows=self._audio_cache.saved(),
         )
 
     def _restore(self, saved: SavedState) -> None:
         """Back to ``saved``: the cache keeps the KV of the prefix and of the audio that both the saved state and
         the speculation's prefill kept (the rest of it the speculation computed)."""
-        if self.stats.steps != saved.stats.steps:  # a speculative step ran: drop what it added to the cache
-            self._crop(min(saved.cached_audio_tokens, self.stats.last_reused_tokens - self._prefix_len))
+        if self.steps != saved.steps:  # a speculative step ran: drop what it added to the cache
+            self._crop(min(saved.cached_audio_tokens, self.reused_tokens - self._prefix_len))
         self._buffer, self._unstepped = saved.buffer, saved.unstepped
         self._committed, self._times, self._answer = saved.committed, saved.times, saved.answer
         self._sent = SentText(saved.sent)
         self._last_text_time = saved.last_text_time
-        self.stats = saved.stats
+        self.steps, self.reused_tokens = saved.steps, saved.reused_tokens
         self._audio_cache.restore(saved.windows)
 
     @torch.inference_mode()
@@ -330,11 +321,7 @@ class SimulKvSession(StreamingSession):
             parts.append(model.embed_tokens(self._answer))
         recorder = AttentionRecorder(self._heads_by_layer)
         prefill = torch.cat(parts, dim=1)
-        self.stats.last_reused_tokens = start
-        self.stats.last_changed_windows = encoded.changed_windows
-        new_audio_tokens = audio.shape[0] - self._cached_audio_tokens
-        self.stats.audio_tokens_prefilled += new_audio_tokens
-        self.stats.text_tokens_prefilled += prefill.shape[1] - new_audio_tokens
+        self.reused_tokens = start
         logits = model.forward(prefill, start, self._cache, alignment_recorder=recorder)
         self._cached_audio_tokens = audio.shape[0]
         return Prefill(logits, recorder, start + prefill.shape[1], audio.shape[0])
@@ -343,7 +330,7 @@ class SimulKvSession(StreamingSession):
     def _step(self, final: bool) -> Stepwise[None]:
         new_seconds = self._unstepped / SAMPLE_RATE
         self._unstepped = 0
-        self.stats.steps += 1
+        self.steps += 1
         model = self._model
         state = self.prefill()
         logits, recorder, position, audio_tokens = state.logits, state.recorder, state.position, state.audio_tokens

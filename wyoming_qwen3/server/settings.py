@@ -1,0 +1,46 @@
+"""The settings every connection shares, and their defaults: the command line reads them, the handler uses them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .turn import TurnSettings
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """Bounds every utterance shares."""
+
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
+    max_audio_seconds: float
+    #: A stream with no audio for this long is finished as if audio-stop came.
+    audio_timeout_seconds: float
+
+
+@dataclass(frozen=True)
+class HandlerConfig:
+    """Server-wide settings every connection shares."""
+
+    #: Qwen3-ASR name used when ``transcribe`` names none; None detects it.
+    default_language: str | None = None
+    #: Context for every utterance, before the client's names and terms.
+    context: str = ""
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap. A stream's
+    #: cost per second is bounded (simulkv's stream window), so the cap is for runaway streams.
+    max_audio_seconds: float = 60.0
+    #: A stream with no audio for this long is finished as if audio-stop came.
+    audio_timeout_seconds: float = 10.0
+    #: A connection with no event for this long, and no stream in flight, is closed.
+    #: Home Assistant sends ``describe`` every 30 s; four times that never cuts it.
+    idle_timeout_seconds: float = 120.0
+    #: An event whose first byte came must be complete this much later.
+    event_timeout_seconds: float = 10.0
+    #: A JSON-lines file, or a folder for one file per utterance, of every unit sent.
+    emission_log: Path | None = None
+    #: When the final pass starts early, and whether the server ends turns itself.
+    turn: TurnSettings = field(default_factory=TurnSettings)
+
+    @property
+    def limits(self) -> StreamLimits:
+        return StreamLimits(self.max_audio_seconds, self.audio_timeout_seconds)
