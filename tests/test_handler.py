@@ -4,6 +4,7 @@ be written, and a dropped stream that must stop computing."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import logging
 import shutil
@@ -21,9 +22,12 @@ from wyoming.info import Describe
 from tools.speech import Speech, pcm16, speak
 from wyoming_qwen3.backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
 from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.server.audio import AudioNormalizer
 from wyoming_qwen3.server.settings import HandlerConfig
-from wyoming_qwen3.server.silero import VadProcessError
-from wyoming_qwen3.server.speech_activity import DetectorPool
+from wyoming_qwen3.server.silero import CHUNK_SAMPLES, VadProcessError
+from wyoming_qwen3.server.speech_activity import DetectorPool, SpeechActivity
+from wyoming_qwen3.server.turn import TurnSettings
+from wyoming_qwen3.server.utterance import Send, Utterance
 
 from .conftest import SCRIPT_TEXT, serving
 from .test_scheduling import SlowBackend
@@ -331,3 +335,99 @@ def test_a_vad_that_fails_leaves_the_audio_to_the_model_and_the_stream_its_trans
     backend.executor.shutdown()
     assert events[-1].type == "transcript" and events[-1].data["text"].endswith("world")
     assert "the VAD failed" in caplog.text and "Traceback" not in caplog.text
+
+
+class LevelDetector:
+    """Speech where a chunk is loud: a VAD whose verdicts a test can write with the audio it sends."""
+
+    def reset(self) -> None:
+        return
+
+    def probabilities(self, chunks: np.ndarray) -> np.ndarray:
+        rms = np.sqrt(np.mean(np.square(chunks.reshape(-1, CHUNK_SAMPLES)), axis=1))
+        return (rms > 0.05).astype(np.float32)
+
+    def close(self) -> None:
+        return
+
+
+class BrokenDetector(LevelDetector):
+    """A detector with a bug: not the process failing (VadProcessError), an error nobody planned for."""
+
+    def probabilities(self, chunks: np.ndarray) -> np.ndarray:
+        raise IndexError("a bug in the detector")
+
+
+async def stream_to(utterance: Utterance, pcm: bytes, chunk_bytes: int = 320) -> None:
+    """Hand ``pcm`` to the utterance in Home Assistant's 10 ms chunks, 2 ms apart, until it is finishing."""
+    for start in range(0, len(pcm), chunk_bytes):
+        await utterance.add(AudioChunk(SAMPLE_RATE, 2, 1, pcm[start : start + chunk_bytes]))
+        await asyncio.sleep(0.002)
+    for _ in range(500):
+        if utterance.finishing:
+            break
+        await asyncio.sleep(0.01)
+    await utterance.until_heard()
+
+
+def an_utterance(send: Send, detector: LevelDetector, backend: Backend) -> Utterance:
+    """An utterance whose server ends the turn itself after 0.3 s of silence."""
+    return Utterance(
+        backend.create_session(SessionOptions(language="English")),
+        AudioNormalizer(AudioStart(SAMPLE_RATE, 2, 1)),
+        SessionOptions(language="English"),
+        backend=backend,
+        limits=HandlerConfig().limits,
+        send=send,
+        client="test",
+        activity=SpeechActivity(detector),
+        turn=TurnSettings(endpointing=True, incomplete_silence_seconds=0.3),
+    )
+
+
+def test_a_client_gone_when_the_server_ends_the_turn_is_no_lost_exception(caplog: pytest.LogCaptureFixture) -> None:
+    """The VAD's listener ends the turn and sends the transcript; the client has gone meanwhile. Nothing awaits
+    that task: its OSError once surfaced only as 'Task exception was never retrieved', with a traceback."""
+    backend = WordsBackend()
+    sent: list[str] = []
+
+    async def gone(event: Event) -> None:
+        sent.append(event.type)
+        raise ConnectionResetError("the client closed its socket")
+
+    async def main() -> bool:
+        utterance = an_utterance(gone, LevelDetector(), backend)
+        await stream_to(utterance, loud(0.6) + bytes(2 * SAMPLE_RATE))
+        return utterance.done
+
+    with caplog.at_level(logging.DEBUG):
+        ended = asyncio.run(main())
+        gc.collect()  # where a task dropped with its exception unretrieved says so
+    backend.executor.shutdown()
+    assert ended and sent, "the server ended the turn and tried to send it"
+    assert "never retrieved" not in caplog.text and "Traceback" not in caplog.text, caplog.text
+
+
+def test_a_fault_in_the_vad_listener_fails_the_stream_rather_than_losing_its_audio(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An error nobody planned for while the listener routes audio: the client is told, the log has the
+    traceback (a bug), and the stream is done; before, the batch vanished with the task."""
+    backend = WordsBackend()
+    sent: list[Event] = []
+
+    async def send(event: Event) -> None:
+        sent.append(event)
+
+    async def main() -> bool:
+        utterance = an_utterance(send, BrokenDetector(), backend)
+        await stream_to(utterance, loud(0.6))
+        return utterance.done
+
+    with caplog.at_level(logging.WARNING):
+        done = asyncio.run(main())
+        gc.collect()
+    backend.executor.shutdown()
+    errors = [event.data for event in sent if event.type == "error"]
+    assert done and errors == [{"text": "Transcription failed; see the server log", "code": "transcription-failed"}]
+    assert "a bug in the detector" in caplog.text and "never retrieved" not in caplog.text

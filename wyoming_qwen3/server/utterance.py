@@ -25,7 +25,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 
 import numpy as np
 from wyoming.asr import Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
@@ -39,6 +38,7 @@ from ..model.format import SAMPLE_RATE
 from ..model.languages import language_code
 from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer, loudest_frame_dbfs
 from .emission_log import EmissionLog
+from .settings import StreamLimits
 from .silero import VadProcessError
 from .speech_activity import Heard, SpeechActivity
 from .turn import TurnSettings
@@ -51,16 +51,6 @@ _VAD_BATCH_SAMPLES = SAMPLE_RATE // 2
 
 #: Sends one event to the client; raises OSError once the client is gone.
 Send = Callable[[Event], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class StreamLimits:
-    """Bounds every utterance shares."""
-
-    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
-    max_audio_seconds: float
-    #: A stream with no audio for this long is finished as if audio-stop came.
-    audio_timeout_seconds: float
 
 
 class Utterance:
@@ -155,8 +145,18 @@ class Utterance:
         """Silero over the audio as it comes, off the event loop; then each chunk to the model or held back.
 
         A client that sends faster than real time is not held up by it: audio the VAD has not reached
-        by audio-stop goes straight to the final pass, which waits for the chunk under way only.
+        by audio-stop goes straight to the final pass, which waits for the chunk under way only. Nothing
+        awaits this task's result, so whatever it raises ends here: a client gone while the server sent
+        the turn it ended is the handler's to log, anything else fails the stream with its traceback.
         """
+        try:
+            await self._listen_until_heard()
+        except OSError:
+            return
+        except Exception:
+            await self._fail()
+
+    async def _listen_until_heard(self) -> None:
         while self._unheard and not self.finishing:
             taken, size = 0, 0
             while taken < len(self._unheard) and size < _VAD_BATCH_SAMPLES:
