@@ -9,7 +9,7 @@ socket. When the server's ``info`` says ``requires_external_vad``, its pipeline
 VAD's speech probabilities (pymicro-vad, speech above 0.5), after
 ``silence_seconds`` of silence (0.7 s by default, 0.25 aggressive, 1.25 relaxed),
 at least 0.3 s of speech and a 1 s command, and a 15 s timeout; then it sends
-``audio-stop``. ``Segmenter`` below follows that class's source.
+``audio-stop``. ``CommandEnd`` below does what that class does.
 
 The satellite streams from the wake word: 0.3 s of a room's noise, the command,
 then the room's noise until the command is ended.
@@ -37,66 +37,67 @@ LEAD_SECONDS = 0.3
 SERVER_WAIT_SECONDS = 4.0
 
 
+#: Float seconds summed chunk by chunk reach 0.7 a hair short of it; Home Assistant's countdowns end on the
+#: chunk that reaches it (70 chunks of 10 ms for 0.7 s).
+_EPSILON = 1e-9
+
+
 @dataclass
-class Segmenter:
-    """Home Assistant's VoiceCommandSegmenter (assist_pipeline/vad.py): False from ``process`` ends the command."""
+class CommandEnd:
+    """When Home Assistant 2026.11 ends a voice command (``assist_pipeline/vad.py``, ``VoiceCommandSegmenter``),
+    from its VAD's verdict on each chunk; ``hear`` says True on the chunk that ends it.
+
+    What it does, as measured against its source's behaviour (tests/test_ha_client.py):
+
+    - The command begins once ``speech_seconds`` of speech are heard; speech need not be continuous, but
+      ``reset_seconds`` of no speech before it begins forget what was heard.
+    - Once begun, it ends on a chunk of no speech when ``silence_seconds`` of no speech have passed and the
+      command has lasted ``command_seconds - speech_seconds`` since it began. Short speech in a pause does
+      not restart the silence: only ``reset_seconds`` of continuous speech does (a word of 0.4 s between
+      two pauses of 0.35 s ends the command at the second pause).
+    - Whatever happens, the stream ends ``timeout_seconds`` after it began.
+    """
 
     silence_seconds: float = 0.7
     speech_seconds: float = 0.3
     command_seconds: float = 1.0
     timeout_seconds: float = 15.0
     reset_seconds: float = 1.0
-    in_command: bool = False
-    _speech_left: float = 0.0
-    _command_left: float = 0.0
-    _silence_left: float = 0.0
-    _timeout_left: float = 0.0
-    _reset_left: float = 0.0
+    #: Whether the command has begun.
+    began: bool = False
+    _heard: float = 0.0
+    #: Before it began: speech heard, and no speech since the last speech.
+    _speech: float = 0.0
+    _quiet: float = 0.0
+    #: Since it began: its length, the silence counted toward its end, and the speech since the last silence.
+    _length: float = 0.0
+    _silence: float = 0.0
+    _speaking: float = 0.0
 
-    def __post_init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self._speech_left = self.speech_seconds
-        self._command_left = self.command_seconds - self.speech_seconds
-        self._silence_left = self.silence_seconds
-        self._timeout_left = self.timeout_seconds
-        self._reset_left = self.reset_seconds
-        self.in_command = False
-
-    def process(self, seconds: float, is_speech: bool | None) -> bool:
-        self._timeout_left -= seconds
-        if self._timeout_left <= 0:
-            self.reset()
-            return False
-        if not self.in_command:
+    def hear(self, seconds: float, is_speech: bool | None) -> bool:
+        """One chunk of ``seconds`` and whether the VAD heard speech in it (None: no verdict yet, as no speech)."""
+        self._heard += seconds
+        if self._heard >= self.timeout_seconds - _EPSILON:
+            return True
+        if not self.began:
             if is_speech:
-                self._reset_left = self.reset_seconds
-                self._speech_left -= seconds
-                if self._speech_left <= 0:
-                    self.in_command = True
-                    self._command_left = self.command_seconds - self.speech_seconds
-                    self._silence_left = self.silence_seconds
+                self._speech, self._quiet = self._speech + seconds, 0.0
+                self.began = self._speech >= self.speech_seconds - _EPSILON
             else:
-                self._reset_left -= seconds
-                if self._reset_left <= 0:
-                    self._speech_left = self.speech_seconds
-                    self._reset_left = self.reset_seconds
-            return True
-        if not is_speech:
-            self._reset_left = self.reset_seconds
-            self._silence_left -= seconds
-            self._command_left -= seconds
-            if self._silence_left <= 0 and self._command_left <= 0:
-                self.reset()
-                return False
-            return True
-        self._reset_left -= seconds
-        self._command_left -= seconds
-        if self._reset_left <= 0:
-            self._silence_left = self.silence_seconds
-            self._reset_left = self.reset_seconds
-        return True
+                self._quiet += seconds
+                if self._quiet >= self.reset_seconds - _EPSILON:
+                    self._speech = self._quiet = 0.0
+            return False
+        self._length += seconds
+        if is_speech:
+            self._speaking += seconds
+            if self._speaking >= self.reset_seconds - _EPSILON:
+                self._silence = self._speaking = 0.0
+            return False
+        self._speaking = 0.0
+        self._silence += seconds
+        lasted = self._length >= self.command_seconds - self.speech_seconds - _EPSILON
+        return lasted and self._silence >= self.silence_seconds - _EPSILON
 
 
 class HomeAssistantVad:
@@ -175,8 +176,8 @@ async def command(
     audio = np.concatenate([room_noise(LEAD_SECONDS, seed + 1), speech, room_noise(trail, seed)])
     pcm = pcm16(audio)
     turn = Turn(speech_end_s=LEAD_SECONDS + speech.shape[0] / SAMPLE_RATE)
-    segmenter = Segmenter(silence_seconds) if silence_seconds is not None and not fixed_stop else None
-    vad = HomeAssistantVad() if segmenter is not None else None
+    command_end = CommandEnd(silence_seconds) if silence_seconds is not None and not fixed_stop else None
+    vad = HomeAssistantVad() if command_end is not None else None
     async with AsyncTcpClient(host, port) as client:
         await client.write_event(Transcribe(language=language).event())
         await client.write_event(AudioStart(SAMPLE_RATE, 2, 1).event())
@@ -186,8 +187,8 @@ async def command(
             for index, start in enumerate(range(0, len(pcm), 2 * CHUNK_SAMPLES)):
                 frame = pcm[start : start + 2 * CHUNK_SAMPLES]
                 await client.write_event(AudioChunk(SAMPLE_RATE, 2, 1, frame).event())
-                if segmenter is not None and vad is not None and len(frame) == 2 * CHUNK_SAMPLES:
-                    if not segmenter.process(CHUNK_SAMPLES / SAMPLE_RATE, vad.is_speech(frame)):
+                if command_end is not None and vad is not None and len(frame) == 2 * CHUNK_SAMPLES:
+                    if command_end.hear(CHUNK_SAMPLES / SAMPLE_RATE, vad.is_speech(frame)):
                         break
                 delay = began + (index + 1) * CHUNK_SAMPLES / SAMPLE_RATE - time.perf_counter()
                 if delay > 0:

@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from tools import supervisor_schema
+from tools import supervisor_rules
 from tools.client import describe, stream
 from tools.netns import NamespacesUnavailable, stand_in_lan
 from tools.server_process import free_port
@@ -309,9 +309,11 @@ def check_addon(engine: Engine, report: Report) -> None:
         "BUILD_ARCH=amd64",
     )
     report.figures["addon_image_mb"] = engine.size_mb(tag)
-    # The options as the Supervisor writes them: the user's changes over the defaults, validated.
-    chosen = {**config["options"], "model": "demo", "language": "en", "debug_logging": True}
-    options = supervisor_schema.load().check_options(config, chosen)
+    # The options as the Supervisor writes them: the user's changes over the defaults, once they meet the schema.
+    options = {**config["options"], "model": "demo", "language": "en", "debug_logging": True}
+    problems = supervisor_rules.option_problems(config["schema"], options)
+    if problems:
+        raise RuntimeError(f"the Supervisor would refuse these options: {problems}")
     data = WORK / "addon-data"
     shutil.rmtree(data, ignore_errors=True)
     data.mkdir(parents=True)

@@ -1,1 +1,0 @@
-"""Supervisor app store (empty here: the real one loads the store manager)."""

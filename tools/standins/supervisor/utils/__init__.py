@@ -1,1 +1,0 @@
-"""Supervisor utils (empty here: the real one loads the runtime helpers)."""
