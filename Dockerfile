@@ -21,7 +21,9 @@ WORKDIR /app
 # Dependencies first, from the lock: a change to the code rebuilds only the layers after this one.
 COPY requirements.lock pyproject.toml script/install-deps ./
 RUN ./install-deps "${TORCH_INDEX}" "${TORCH}"
-COPY README.md ./
+# The demo model (--model demo), a distribution of its own that changes less often than the code.
+COPY demo-model ./demo-model
+RUN pip install --no-deps ./demo-model && rm -rf demo-model/build
 COPY wyoming_qwen3 ./wyoming_qwen3
 RUN pip install --no-deps . && rm -rf build
 

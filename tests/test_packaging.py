@@ -1,8 +1,9 @@
 """The ways users install: the Docker image's defaults, the compose file, and the Home Assistant add-on.
 
 No container engine is needed here: the files are read, the add-on's files are checked against the
-Home Assistant Supervisor's rules (tools/supervisor_rules.py), its run script is run against a
-stand-in for bashio, and every command they make is parsed by the server's own command line.
+Home Assistant Supervisor's rules (tools/supervisor_rules.py), its wheels against a fresh build of the
+tree (tools/addon_payload.py), its run script is run against a stand-in for bashio, and every command
+they make is parsed by the server's own command line.
 script/image-check builds and runs the images where podman or docker exists.
 """
 
@@ -22,7 +23,7 @@ import pytest
 import yaml
 
 import wyoming_qwen3
-from tools import supervisor_rules
+from tools import addon_payload, supervisor_rules
 from wyoming_qwen3.model.catalogue import CATALOGUE
 from wyoming_qwen3.model.languages import LANGUAGE_NAMES
 from wyoming_qwen3.server.cli import parse_args
@@ -227,26 +228,76 @@ def test_build_translations_and_repository_files_are_checked_too() -> None:
 
 
 def test_the_addon_folder_is_a_whole_build_context() -> None:
-    """The Supervisor builds with addon/ as the context: every COPY is inside it, and it holds the
-    package's wheel of the add-on's version (script/addon-package) and the lock it was tested with."""
+    """The Supervisor builds with addon/ as the context: every COPY is inside it, and the Dockerfile installs
+    the server's wheel of the add-on's version and the demo model's wheel, with the lock they were tested with."""
     text = dockerfile(ADDON / "Dockerfile")
     sources = [line.split()[1:-1] for line in text.splitlines() if line.startswith("COPY ")]
     for source in (name for group in sources for name in group):
         assert not source.startswith(("..", "/")) and (ADDON / source).exists(), source
     version = addon_yaml("config.yaml")["version"]
     assert version == wyoming_qwen3.__version__, "set the version in both, then run script/addon-package"
-    wheel = ADDON / "wheels" / f"wyoming_qwen3-{version}-py3-none-any.whl"
-    assert wheel.is_file(), "run script/addon-package"
     assert "wheels/wyoming_qwen3-${BUILD_VERSION}-py3-none-any.whl" in text  # the version pinned by config.yaml
-    with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
-        metadata = archive.read(f"wyoming_qwen3-{version}.dist-info/METADATA").decode()
-        entry_points = archive.read(f"wyoming_qwen3-{version}.dist-info/entry_points.txt").decode()
-    assert f"Version: {version}" in metadata and "wyoming-qwen3 = wyoming_qwen3.__main__:run" in entry_points
-    assert {"wyoming_qwen3/__main__.py", "wyoming_qwen3/model/demo/model.safetensors"} <= names
+    assert "wheels/wyoming_qwen3_demo-*-py3-none-any.whl" in text
+    assert {wheel.name for wheel in addon_payload.WHEELS.glob("*.whl")} >= {f"wyoming_qwen3-{version}-py3-none-any.whl"}
     assert (ADDON / "requirements.lock").read_text() == (ROOT / "requirements.lock").read_text(), (
         "run script/addon-package"
     )
+    assert addon_payload.changelog_versions()[:1] == [version], "addon/CHANGELOG.md: an entry for this version first"
+
+
+@pytest.fixture(scope="module")
+def fresh_payload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheels")
+    addon_payload.build(out)
+    return out
+
+
+def test_the_addon_installs_what_the_tree_builds_now(fresh_payload: Path) -> None:
+    """A change to the server or the demo model that is not in addon/wheels fails here: run script/addon-package."""
+    assert addon_payload.differences(addon_payload.WHEELS, fresh_payload) == []
+    server = addon_payload.contents(next(fresh_payload.glob("wyoming_qwen3-*.whl")))
+    assert "wyoming_qwen3/__main__.py" in server and "wyoming_qwen3/model/heads/Qwen3-ASR-0.6B.json" in server
+    # The server's wheel stays small: the demo model rides in its own, which changes only with the model.
+    assert sum(map(len, server.values())) < 1024 * 1024 and not any("safetensors" in name for name in server)
+    demo = addon_payload.contents(next(fresh_payload.glob("wyoming_qwen3_demo-*.whl")))
+    assert "wyoming_qwen3_demo/model.safetensors" in demo and "wyoming_qwen3_demo/grammar.json" in demo
+    assert not any(name.endswith(("heldout.json", "demo_model.json")) for name in demo), "test data, not served"
+
+
+def test_a_committed_wheel_never_changes_under_its_version() -> None:
+    """The Supervisor offers an update only for a new version: each wheel's name (its version) always held the
+    same contents in the repository's history, so changed code came with a new version."""
+    wheels = sorted(addon_payload.WHEELS.glob("*.whl"))
+    histories = {wheel.name: addon_payload.committed_versions(wheel) for wheel in wheels}
+    if not any(histories.values()):
+        pytest.skip("no git history of addon/wheels here (not a git checkout, or the wheels are not committed yet)")
+    for wheel in wheels:
+        now = addon_payload.contents(wheel)
+        changed = [commit[:9] for commit, data in histories[wheel.name] if addon_payload.contents(data) != now]
+        assert changed == [], f"{wheel.name} held other contents in {changed}: give the change a new version"
+
+
+def test_the_payload_refuses_to_change_a_committed_version(tmp_path: Path, monkeypatch) -> None:
+    """script/addon-package writes nothing when a wheel already committed would change under its name."""
+    committed = tmp_path / "wheels"
+    committed.mkdir()
+    demo = next(addon_payload.WHEELS.glob("wyoming_qwen3_demo-*.whl"))
+    (committed / demo.name).write_bytes(demo.read_bytes())
+    monkeypatch.setattr(addon_payload, "WHEELS", committed)
+    monkeypatch.setattr(addon_payload, "build", lambda out: [_rewritten(demo, out / demo.name)])
+    monkeypatch.setattr(addon_payload, "committed_versions", lambda wheel: [("0123456789", demo.read_bytes())])
+    with pytest.raises(addon_payload.PayloadError, match="set a new version"):
+        addon_payload.package(wyoming_qwen3.__version__)
+    assert [path.name for path in committed.iterdir()] == [demo.name]
+
+
+def _rewritten(wheel: Path, out: Path) -> Path:
+    """``wheel`` with one member's bytes changed (a model retrained without a new version)."""
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            target.writestr(item, data + b" " if item.filename.endswith("config.json") else data)
+    return out
 
 
 def test_the_load_balancer_spreads_connections_over_the_replicas_the_compose_file_starts() -> None:

@@ -6,7 +6,7 @@ exact Qwen3-ASR architecture is trained on it on the CPU, evaluated on
 held-out word combinations spoken by held-out voices, and saved (float16)
 with its alignment heads and a card saying how it was made and how it did.
 
-Usage: script/make-demo-model [--minutes 40] [--out wyoming_qwen3/model/demo]
+Usage: script/make-demo-model [--minutes 40] [--out demo-model/wyoming_qwen3_demo]
 """
 
 from __future__ import annotations
@@ -323,7 +323,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=40.0, help="training time budget (default: 40)")
     parser.add_argument("--train", type=int, default=6000, help="training utterances")
     parser.add_argument("--batch", type=int, default=24)
-    parser.add_argument("--out", type=Path, default=Path("wyoming_qwen3/model/demo"))
+    parser.add_argument("--out", type=Path, default=Path("demo-model/wyoming_qwen3_demo"))
     parser.add_argument("--salad", type=float, default=0.3, help="fraction of word-salad utterances (default: 0.3)")
     parser.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default: 2e-3)")
     parser.add_argument(

@@ -9,6 +9,7 @@ its own repository of a catalogue model: simulkv the transformers layout
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 from dataclasses import dataclass, field
@@ -33,8 +34,8 @@ class CatalogueModel:
     url: str
     #: backend -> the hub repository that backend loads; the backends listed are those that can.
     repos: dict[str, str] = field(default_factory=dict)
-    #: A folder shipped inside this package instead of a hub download (for every backend that loads it).
-    bundled: str | None = None
+    #: An installed package whose folder holds the model, instead of a hub download (for every backend that loads it).
+    package: str | None = None
     #: Alignment heads measured on this model's real weights, shipped in ``heads/``.
     heads_file: str | None = None
     #: simulkv's encoder attention window when ``--encoder-window`` is not given (None: the model's own).
@@ -42,7 +43,7 @@ class CatalogueModel:
 
     @property
     def backends(self) -> tuple[str, ...]:
-        return ("simulkv",) if self.bundled else tuple(self.repos)
+        return ("simulkv",) if self.package else tuple(self.repos)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -89,7 +90,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             description="Offline demo: a tiny Qwen3-ASR trained on espeak-ng Home Assistant commands "
             "(closed vocabulary, English; a test model, not for real use)",
             url="https://github.com/QwenLM/Qwen3-ASR",
-            bundled="demo",
+            package="wyoming_qwen3_demo",
         ),
     )
 }
@@ -121,6 +122,18 @@ def _resolved(entry: CatalogueModel, folder: Path) -> ResolvedModel:
     return ResolvedModel(
         entry.name, folder, entry.description, entry.url, _heads_file(entry), entry.encoder_window_seconds
     )
+
+
+def _package_folder(entry: CatalogueModel) -> Path:
+    """The folder of the installed package that holds a model (the demo model's own distribution)."""
+    assert entry.package is not None
+    spec = importlib.util.find_spec(entry.package)
+    if spec is None or spec.origin is None or not (Path(spec.origin).parent / "config.json").is_file():
+        raise ModelNotFoundError(
+            f"The {entry.name} model is not installed: pip install ./demo-model from the source tree "
+            "(script/setup does)"
+        )
+    return Path(spec.origin).parent
 
 
 def _local_folder_name(name: str) -> str:
@@ -168,13 +181,8 @@ def resolve_model(model: str, data_dirs: list[Path], download_dir: Path, backend
             f"Unknown model '{model}': use one of {known}, or the path of a local Qwen3-ASR folder"
         )
 
-    if entry.bundled is not None:
-        folder = Path(__file__).parent / entry.bundled
-        if not (folder / "config.json").is_file():
-            raise ModelNotFoundError(
-                f"The {entry.name} model is not in this installation: script/make-demo-model makes it"
-            )
-        return _resolved(entry, folder)
+    if entry.package is not None:
+        return _resolved(entry, _package_folder(entry))
 
     repo = entry.repos.get(backend)
     if repo is None:
