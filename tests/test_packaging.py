@@ -9,12 +9,14 @@ script/image-check builds and runs the images where podman or docker exists.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import os
 import re
 import shlex
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ import yaml
 
 import wyoming_qwen3
 from tools import addon_payload, supervisor_rules
+from tools.client import stream
+from tools.server_process import start_server
 from wyoming_qwen3.model.catalogue import CATALOGUE
 from wyoming_qwen3.model.languages import LANGUAGE_NAMES
 from wyoming_qwen3.server.cli import parse_args
@@ -262,6 +266,31 @@ def test_the_addon_installs_what_the_tree_builds_now(fresh_payload: Path) -> Non
     demo = addon_payload.contents(next(fresh_payload.glob("wyoming_qwen3_demo-*.whl")))
     assert "wyoming_qwen3_demo/model.safetensors" in demo and "wyoming_qwen3_demo/grammar.json" in demo
     assert not any(name.endswith(("heldout.json", "demo_model.json")) for name in demo), "test data, not served"
+
+
+def test_the_addons_wheels_installed_as_it_installs_them_serve_the_demo_model(tmp_path: Path, speech) -> None:
+    """What the add-on's Dockerfile installs, and nothing of the source tree: the two wheels into a folder of
+    their own, the server started from there (outside the tree) with the add-on's model option, a transcript."""
+    installed = tmp_path / "site"
+    wheels = sorted(str(wheel) for wheel in addon_payload.WHEELS.glob("*.whl"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(installed), *wheels],
+        check=True,
+        timeout=120,
+    )
+    environment = {**os.environ, "PYTHONPATH": str(installed)}
+    where = [sys.executable, "-c", "import wyoming_qwen3, wyoming_qwen3_demo; print(wyoming_qwen3.__file__)"]
+    imported = subprocess.run(where, capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=60)
+    assert imported.stdout.strip() == str(installed / "wyoming_qwen3" / "__init__.py"), imported.stderr
+    server = start_server("demo", tmp_path / "server.log", environment=environment, cwd=tmp_path)
+    try:
+        utterance = speech("turn on the kitchen lights", "-r", "16000")
+        reply = asyncio.run(asyncio.wait_for(stream(server.host, server.port, utterance, language="en"), 60))
+        log = server.log()
+    finally:
+        server.stop()
+    assert f"Loading {installed / 'wyoming_qwen3_demo'} on cpu" in log, log  # the wheel's model, not the tree's
+    assert reply.text.lower().strip(" .") == "turn on the kitchen lights", reply.text
 
 
 def test_a_committed_wheel_never_changes_under_its_version() -> None:

@@ -87,9 +87,16 @@ def server_flags(args: argparse.Namespace) -> list[str]:
 
 
 def start_server(
-    model: Path | str, log_path: Path, *extra: str, timeout: float = 120.0, module: str = "wyoming_qwen3"
+    model: Path | str,
+    log_path: Path,
+    *extra: str,
+    timeout: float = 120.0,
+    module: str = "wyoming_qwen3",
+    environment: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> ServerProcess:
-    """Start the server (``python -m module``) and wait until it accepts connections."""
+    """Start the server (``python -m module``, ``environment`` over this one's, in ``cwd``) and wait until it
+    accepts connections."""
     port = free_port()
     command = [
         sys.executable,
@@ -104,8 +111,8 @@ def start_server(
         *extra,
     ]
     log_file = log_path.open("wb")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", **(environment or {})}
+    process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env, cwd=cwd)
     server = ServerProcess(process, "127.0.0.1", port, log_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
