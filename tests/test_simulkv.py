@@ -109,6 +109,32 @@ def test_a_window_shorter_than_a_chunk_leaves_the_shared_encoder_as_it_was(tiny:
     assert short.shape[0] == 5 and longer.shape[0] == 13 + 7  # (33 frames -> 17 -> 9 -> 5); 1 s chunk + 50 frames
 
 
+def test_the_prompt_prefix_is_computed_once_per_context_and_reused_exactly(tiny: QwenAsrModel) -> None:
+    """A second session with the same context (another connection, the same home's names) starts from the first
+    one's prefix keys and values, the very tensors, which equal a fresh computation bit for bit, as do the logits
+    of its first step; another context is computed on its own."""
+    names = ", ".join(f"name {i}" for i in range(200))
+    backend = SimulKvBackend(tiny, settings=SimulKvSettings(policy=EMIT_ALL))
+    options = SessionOptions(language="English", context=names)
+    first, second = backend.create_session(options), backend.create_session(options)
+    fresh = SimulKvSession(tiny, backend.heads, backend.settings, options)  # a prefix cache of its own
+
+    def prefix_layers(s: SimulKvSession) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(layer.keys, layer.values) for layer in s._cache.layers]
+
+    assert all(a[0] is b[0] and a[1] is b[1] for a, b in zip(prefix_layers(first), prefix_layers(second), strict=True))
+    for (keys, values), (fresh_keys, fresh_values) in zip(prefix_layers(second), prefix_layers(fresh), strict=True):
+        assert keys is not fresh_keys and torch.equal(keys, fresh_keys) and torch.equal(values, fresh_values)
+    assert second.prefix_tokens == fresh.prefix_tokens > 1000  # 200 names
+    audio = noise(1.0, seed=3)
+    for s in (first, second, fresh):
+        s.feed(audio)
+    assert torch.equal(second.prefill().logits, fresh.prefill().logits)
+    assert torch.equal(first.prefill().logits, fresh.prefill().logits)  # second's steps left first's prefix as it was
+    other = backend.create_session(SessionOptions(language="English", context="kitchen"))
+    assert other.prefix_tokens < 50 and prefix_layers(other)[0][0] is not prefix_layers(first)[0][0]
+
+
 def test_incremental_prefill_equals_full_recompute_across_window_boundaries(tiny: QwenAsrModel) -> None:
     s = session(tiny, EMIT_ALL)  # tokens are committed, so the committed text is part of the prefill
     audio = noise(5.0, seed=1)

@@ -114,6 +114,11 @@ class Backend(ABC):
     def create_session(self, options: SessionOptions) -> StreamingSession:
         """Start transcribing one utterance."""
 
+    def prepare(self, options: SessionOptions) -> None:
+        """Do now what the next session with ``options`` would do first (a new context's prompt), so that it starts
+        at once. By default nothing."""
+        return
+
     def warm_up(self) -> None:
         """Transcribe 1 s of faint noise once, so the first command pays no lazy initialisation."""
         session = self.create_session(SessionOptions())

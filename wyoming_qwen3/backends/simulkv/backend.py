@@ -11,6 +11,7 @@ from ...model.qwen import QwenAsrModel
 from ..base import Backend, SessionOptions
 from .alignatt import use_recording_attention
 from .batch import forward_tokens
+from .kv_cache import PrefixCache
 from .session import SimulKvSession
 from .settings import ALIGNMENT_HEADS_FILE, AlignmentHeads, AlignmentPolicy, SimulKvSettings
 
@@ -35,6 +36,8 @@ class SimulKvBackend(Backend):
         self.settings = settings or SimulKvSettings()
         super().__init__("simulkv", lambda passes: forward_tokens(model, passes), self.settings.max_batch)
         self.model = model
+        #: The prompt before the audio, computed once per context for every session (and connection).
+        self.prefixes = PrefixCache()
         text_config = model.text_config
         self.heads = heads or AlignmentHeads.default(text_config.num_hidden_layers, text_config.num_attention_heads)
         use_recording_attention(text_config)
@@ -80,7 +83,11 @@ class SimulKvBackend(Backend):
         return self.model.supported_languages
 
     def create_session(self, options: SessionOptions) -> SimulKvSession:
-        return SimulKvSession(self.model, self.heads, self.settings, options, self.executor.should_yield)
+        return SimulKvSession(self.model, self.heads, self.settings, options, self.executor.should_yield, self.prefixes)
+
+    def prepare(self, options: SessionOptions) -> None:
+        """Compute the prompt prefix of ``options`` now, so that the next session with them starts at once."""
+        self.prefixes.cache_for(self.model, self.model.prompt_ids(options.context, options.language).prefix)
 
 
 def alignment_heads_path(given: Path | None, model: ResolvedModel) -> Path | None:

@@ -13,7 +13,8 @@ inference thread can run the token passes of several streams as one batch;
 
 The decoder sequence is ``prefix | audio | suffix | answer so far | new``.
 Its KV cache is kept across steps and cropped, not rebuilt: the prompt prefix
-is computed once per session, and the audio tokens of encoder windows whose
+is computed once per context and shared by the backend's sessions
+(``kv_cache``), and the audio tokens of encoder windows whose
 features did not change keep their KV; only the audio tail, the prompt
 suffix, the answer fed back and the new tokens are prefilled again.
 """
@@ -47,6 +48,7 @@ from ..inference import Preempted, Stepwise, run_alone
 from .alignatt import AttentionRecorder, head_index
 from .batch import TokenPass, forward_tokens
 from .encoder_cache import AudioWindowCache, SavedWindows
+from .kv_cache import PrefixCache
 from .settings import AlignmentHeads, SimulKvSettings
 
 _LOGGER = logging.getLogger(__name__)
@@ -110,8 +112,11 @@ class SimulKvSession(StreamingSession):
         settings: SimulKvSettings,
         options: SessionOptions,
         should_yield: Callable[[], bool] = lambda: False,
+        prefixes: PrefixCache | None = None,
     ) -> None:
         self._model = model
+        #: The prompt prefixes every session of the backend shares (a cache of its own where none is given).
+        self._prefixes = prefixes or PrefixCache(contexts=1)
         #: Asked between the tokens of an early final pass (``InferenceExecutor.should_yield``).
         self._should_yield = should_yield
         self._speculating = False
@@ -120,8 +125,8 @@ class SimulKvSession(StreamingSession):
         self._heads_by_layer = head_index(heads.by_layer, model.device)
         self._policy = settings.policy
         prompt = model.prompt_ids(options.context, options.language)
+        self._prefix = prompt.prefix
         self._prefix_len = len(prompt.prefix)
-        self._prefix_embeds = model.embed_tokens(prompt.prefix)
         self._suffix_embeds = model.embed_tokens(prompt.suffix)
         self._buffer = np.zeros(0, dtype=np.float32)
         #: Samples added since the last step.
@@ -174,12 +179,9 @@ class SimulKvSession(StreamingSession):
 
     # -- caches ---------------------------------------------------------------
 
-    @torch.inference_mode()
     def _prefill_prefix(self) -> DynamicCache:
-        """A cache holding the prompt prefix, computed once per session."""
-        cache = DynamicCache()
-        self._model.forward(self._prefix_embeds, 0, cache)
-        return cache
+        """A cache holding the prompt prefix, computed once per context (``kv_cache``)."""
+        return self._prefixes.cache_for(self._model, self._prefix)
 
     def _crop(self, audio_tokens: int) -> None:
         """Keep the KV of the prompt prefix and of the first ``audio_tokens`` audio tokens (at most what is cached).
