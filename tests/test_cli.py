@@ -52,6 +52,9 @@ ENVIRONMENT = {
     "--threads": ("3", 3),
     "--language": ("de", "de"),
     "--context": ("Küche, Wohnzimmer", "Küche, Wohnzimmer"),
+    "--ha-url": ("http://homeassistant.local:8123", "http://homeassistant.local:8123"),
+    "--ha-token": ("abc.def", "abc.def"),
+    "--ha-names-bytes": ("1000", 1000),
     "--zeroconf": ("1", "qwen3-asr"),
     "--data-dir": (f"/a{os.pathsep}/b", [Path("/a"), Path("/b")]),
     "--download-dir": ("/c", Path("/c")),
@@ -76,8 +79,15 @@ ENVIRONMENT = {
 }
 
 
+#: Options that stand for another one of the table: each is read on its own, with what it needs.
+INSTEAD = {"--ha-token-file": ("/run/secrets/ha-token", Path("/run/secrets/ha-token"), {"--ha-url": "http://ha:8123"})}
+
+
 def test_every_option_comes_from_the_environment() -> None:
-    assert sorted(ENVIRONMENT) == sorted(every_option()), "a new option needs a row here"
+    assert sorted([*ENVIRONMENT, *INSTEAD]) == sorted(every_option()), "a new option needs a row here"
+    for flag, (text, expected, needed) in INSTEAD.items():
+        alone = parse_args([], {env_name(flag): text, **{env_name(f): value for f, value in needed.items()}})
+        assert getattr(alone, flag[2:].replace("-", "_")) == expected, flag
     environ = {env_name(flag): text for flag, (text, _) in ENVIRONMENT.items()}
     args = parse_args([], environ)
     for flag, (_, expected) in ENVIRONMENT.items():

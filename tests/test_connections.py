@@ -24,7 +24,7 @@ from wyoming.info import Describe
 from tools.client import Reply, assert_streaming_order
 from tools.speech import Speech
 from wyoming_qwen3.model.text_units import split_units
-from wyoming_qwen3.server.handler import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries
+from wyoming_qwen3.server.context import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries
 
 from .conftest import SCRIPT_TEXT, ServerProcess, run, start_server, transcribe
 

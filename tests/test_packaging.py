@@ -126,12 +126,18 @@ def test_the_addons_options_and_schema_agree() -> None:
     assert set(translations["configuration"]) == set(schema)
 
 
-def run_script(options: dict[str, object], tmp_path: Path) -> list[str]:
-    """The add-on's run script under the stand-in bashio: the arguments it starts the server with."""
+def run_script(
+    options: dict[str, object], tmp_path: Path, supervisor: dict[str, str] | None = None
+) -> tuple[list[str], str | None]:
+    """The add-on's run script under the stand-in bashio (``supervisor``: what the Supervisor puts in its
+    environment): the arguments it starts the server with, and the Home Assistant token it gives it."""
     (tmp_path / "options.json").write_text(json.dumps(options))
     (tmp_path / "bin").mkdir(exist_ok=True)
     server = tmp_path / "bin" / "wyoming-qwen3"
-    server.write_text("#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    server.write_text(
+        "#!/usr/bin/env python3\nimport json, os, sys\n"
+        "print(json.dumps([*sys.argv[1:], os.environ.get('WYOMING_QWEN3_HA_TOKEN')]))\n"
+    )
     server.chmod(0o755)
     environment = {
         **os.environ,
@@ -139,29 +145,39 @@ def run_script(options: dict[str, object], tmp_path: Path) -> list[str]:
         "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
     }
     result = subprocess.run(
-        [str(BASHIO), str(RUN_SCRIPT)], capture_output=True, text=True, env=environment, timeout=60
+        [str(BASHIO), str(RUN_SCRIPT)], capture_output=True, text=True, env={**environment, **(supervisor or {})},
+        timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    *arguments, token = json.loads(result.stdout)
+    return arguments, token
 
 
 def test_each_addon_option_reaches_the_server_as_its_flag(tmp_path: Path) -> None:
     config = yaml.safe_load((ADDON / "config.yaml").read_text(encoding="utf-8"))
-    defaults = parse_args(run_script(config["options"], tmp_path), {})
+    supervisor = {"SUPERVISOR_TOKEN": "the-supervisors-token"}
+    arguments, token = run_script(config["options"], tmp_path, supervisor)
+    defaults = parse_args(arguments, {"WYOMING_QWEN3_HA_TOKEN": token or ""})
     assert defaults.uri == "tcp://0.0.0.0:10300" and defaults.data_dir == [Path("/data")]
     assert defaults.model == "Qwen/Qwen3-ASR-0.6B" and defaults.quantize == "auto" and defaults.language == "auto"
     assert defaults.context == "" and not defaults.endpointing and not defaults.debug
+    # The home's names through the Supervisor's proxy, with its token in the environment, not the arguments.
+    assert config["homeassistant_api"] is True and defaults.ha_url == "ws://supervisor/core/websocket"
+    assert token == defaults.ha_token == "the-supervisors-token" and token not in arguments
     changed = {
         "model": "Qwen/Qwen3-ASR-1.7B",
         "language": "de",
         "quantize": "none",
         "context": "Küche, Wohnzimmer",
+        "home_names": False,
         "endpointing": True,
         "debug_logging": True,
     }
-    args = parse_args(run_script(changed, tmp_path), {})
+    arguments, token = run_script(changed, tmp_path, supervisor)
+    args = parse_args(arguments, {})
     assert (args.model, args.language, args.quantize) == ("Qwen/Qwen3-ASR-1.7B", "de", "none")
     assert args.context == "Küche, Wohnzimmer" and args.endpointing and args.debug
+    assert args.ha_url is None and token is None
 
 
 # -- the add-on as the Supervisor reads and builds it --------------------------------------------------------

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 
 from tools.corpus import AREAS, COVERS, DEVICES, DOORS, ENGLISH, HELDOUT_VOICES, Command, fill
-from wyoming_qwen3.server.handler import bounded_entries, build_context
+from wyoming_qwen3.server.context import bounded_entries, build_context
 
 _ONSETS = (
     "b",

@@ -51,7 +51,7 @@ from tools.wer import cer, wer
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
-from wyoming_qwen3.server.handler import build_context
+from wyoming_qwen3.server.context import build_context
 
 DEMO_SHAPE = ModelShape(
     audio_layers=4,

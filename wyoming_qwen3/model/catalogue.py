@@ -23,6 +23,12 @@ DEFAULT_MODEL = "Qwen/Qwen3-ASR-0.6B"
 #: then encodes and prefills at most 2 s of open window instead of 8 (docs/performance.md, "Compute").
 #: The demo model keeps its own: it was trained on whole commands.
 STREAMING_ENCODER_WINDOW = 2.0
+#: How much of a home's names (bytes of the ", "-joined list) a model's context holds, unless --ha-names-bytes says:
+#: Qwen3-ASR was trained on free-form background text in its system prompt (technical report, arXiv 2601.21337),
+#: and 4096 bytes is about 200 names of a home, about 1000 prompt tokens, computed once per home
+#: (docs/performance.md, "A home's names"); the demo model learned lists of 2 to 16 names (docs/demo-model.md).
+QWEN3_ASR_NAMES_BYTES = 4096
+DEMO_NAMES_BYTES = 300
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,8 @@ class CatalogueModel:
     heads_file: str | None = None
     #: simulkv's encoder attention window when ``--encoder-window`` is not given (None: the model's own).
     encoder_window_seconds: float | None = None
+    #: How much of a home's names its context holds (bytes).
+    names_bytes: int = QWEN3_ASR_NAMES_BYTES
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -91,6 +99,7 @@ CATALOGUE: dict[str, CatalogueModel] = {
             "(closed vocabulary, English; a test model, not for real use)",
             url="https://github.com/QwenLM/Qwen3-ASR",
             package="wyoming_qwen3_demo",
+            names_bytes=DEMO_NAMES_BYTES,
         ),
     )
 }
@@ -112,6 +121,8 @@ class ResolvedModel:
     heads_file: Path | None = None
     #: The catalogue's streaming encoder window for this model (None: the model's own).
     encoder_window_seconds: float | None = None
+    #: How much of a home's names its context holds (bytes); a folder of one's own is taken for a Qwen3-ASR.
+    names_bytes: int = QWEN3_ASR_NAMES_BYTES
 
 
 def _heads_file(entry: CatalogueModel) -> Path | None:
@@ -120,7 +131,13 @@ def _heads_file(entry: CatalogueModel) -> Path | None:
 
 def _resolved(entry: CatalogueModel, folder: Path) -> ResolvedModel:
     return ResolvedModel(
-        entry.name, folder, entry.description, entry.url, _heads_file(entry), entry.encoder_window_seconds
+        entry.name,
+        folder,
+        entry.description,
+        entry.url,
+        _heads_file(entry),
+        entry.encoder_window_seconds,
+        entry.names_bytes,
     )
 
 

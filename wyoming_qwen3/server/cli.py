@@ -79,6 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
     add("--language", default=AUTO_LANGUAGE, help="default language code, or auto to detect (default: auto)")
     add("--context", default="", help="names and terms to bias every transcript toward")
     add(
+        "--ha-url",
+        metavar="URL",
+        help="Home Assistant's URL (http://homeassistant.local:8123, or a websocket URL such as the add-on's "
+        "ws://supervisor/core/websocket): the names and aliases of the entities exposed to Assist, and the areas "
+        "and floors, are read from it and put in the context of every command whose client sends no names",
+    )
+    add("--ha-token", metavar="TOKEN", help="a long-lived access token of a Home Assistant administrator")
+    add("--ha-token-file", type=Path, metavar="FILE", help="a file holding that token, to keep it off the command line")
+    add(
+        "--ha-names-bytes",
+        type=int,
+        metavar="BYTES",
+        help="how much of the home's names a context holds (default: the model's: 4096 for Qwen3-ASR, 512 for "
+        "the demo model)",
+    )
+    add(
         "--zeroconf",
         nargs="?",
         const="qwen3-asr",
@@ -284,6 +300,16 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
             fail(dest, "must be greater than zero")
     if args.threads < 0:
         fail("threads", "must not be negative")
+    if args.ha_names_bytes is not None and args.ha_names_bytes <= 0:
+        fail("ha_names_bytes", "must be greater than zero")
+    if args.ha_token is not None and args.ha_token_file is not None:
+        fail("ha_token", "and --ha-token-file are one token: give one of them")
+    if args.ha_url and args.ha_token is None and args.ha_token_file is None:
+        fail("ha_url", "needs the token to read Home Assistant with: --ha-token or --ha-token-file")
+    if not args.ha_url and (args.ha_token is not None or args.ha_token_file is not None):
+        fail(
+            "ha_token" if args.ha_token is not None else "ha_token_file", "needs --ha-url, the Home Assistant it opens"
+        )
     if args.border_seconds is not None and args.border_seconds < 0:
         fail("border_seconds", "must not be negative")
     if args.min_probability is not None and not 0 <= args.min_probability <= 1:

@@ -32,6 +32,7 @@ from wyoming.server import AsyncEventHandler
 from ..backends.base import Backend, SessionOptions
 from ..model.languages import UnknownLanguageError, resolve_language
 from .audio import AudioFormatError, AudioNormalizer
+from .context import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries, compose_context
 from .emission_log import EmissionLog
 from .memory import return_free_memory
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
@@ -44,32 +45,6 @@ _LOGGER = logging.getLogger(__name__)
 #: What a client's event becomes once parsed.
 Message = Describe | Ping | Transcribe | AudioStart | AudioChunk | AudioStop
 _MESSAGE_TYPES: tuple[type[Message], ...] = (Describe, Ping, Transcribe, AudioStart, AudioChunk, AudioStop)
-
-
-#: Names and terms a client may send: whole entries are kept, in order, while
-#: they fit. Qwen3-ASR's tokenizer is byte-level BPE, so 512 bytes are at most
-#: 512 prompt tokens (about 130 for English names), prefilled once per utterance:
-#: on the 0.6B model on 2 CPU cores about 1 s (float32) for 100 tokens.
-MAX_CONTEXT_ENTRIES = 64
-MAX_CONTEXT_BYTES = 512
-
-
-def bounded_entries(names: list[str] | None, terms: list[str] | None) -> tuple[list[str], int]:
-    """The client's names, then its terms, as many whole ones as the bounds allow; and how many were dropped."""
-    entries = [entry.strip() for entry in [*(names or []), *(terms or [])] if entry.strip()]
-    kept: list[str] = []
-    size = 0
-    for entry in entries[:MAX_CONTEXT_ENTRIES]:
-        size += len(entry.encode("utf-8")) + 2  # with its ", " separator
-        if size > MAX_CONTEXT_BYTES:
-            break
-        kept.append(entry)
-    return kept, len(entries) - len(kept)
-
-
-def build_context(base: str, entries: list[str]) -> str:
-    """System-prompt context: the server's context, then the client's names and terms."""
-    return ", ".join(part for part in [base.strip(), *entries] if part)
 
 
 def parse(event: Event) -> Message | None:
@@ -105,7 +80,8 @@ class Qwen3EventHandler(AsyncEventHandler):
         self._info_event = info.event()
         self._backend = backend
         self._config = config
-        self._options = self._default_options()
+        #: What the next stream is transcribed with, as its transcribe said (None: no transcribe, the defaults).
+        self._options: SessionOptions | None = None
         self._stream: Utterance | None = None
         # After an error, audio is dropped quietly until the next audio-start:
         # one error per stream, not one per 10 ms chunk.
@@ -122,7 +98,15 @@ class Qwen3EventHandler(AsyncEventHandler):
         self._client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "client"
 
     def _default_options(self) -> SessionOptions:
-        return SessionOptions(language=self._config.default_language, context=self._config.context)
+        """A stream with no transcribe before it: the server's language and context (and the home's names)."""
+        return SessionOptions(language=self._config.default_language, context=self._context([], names_sent=False))
+
+    def _context(self, entries: list[str], names_sent: bool) -> str:
+        """The context for a request with ``entries`` (``context``), with what it took of the home's names logged."""
+        context, chosen = compose_context(self._config, entries, names_sent)
+        if chosen is not None:
+            _LOGGER.debug("%s: the home's names: %s", self._client, chosen.describe(self._config.home_names_bytes))
+        return context
 
     # -- reading --------------------------------------------------------------
 
@@ -223,7 +207,7 @@ class Qwen3EventHandler(AsyncEventHandler):
         except UnknownLanguageError as err:
             _LOGGER.warning("%s: %s", self._client, err)
             await self._send_error(str(err), "unknown-language")
-            self._options = self._default_options()
+            self._options = None
             self._refused = True
             return
         self._refused = False
@@ -237,7 +221,10 @@ class Qwen3EventHandler(AsyncEventHandler):
                 MAX_CONTEXT_ENTRIES,
                 MAX_CONTEXT_BYTES,
             )
-        self._options = SessionOptions(language=language, context=build_context(self._config.context, entries))
+        if self._config.home is not None:
+            self._config.home.refresh_soon()  # read while the command is spoken: the next one gets the change
+        context = self._context(entries, names_sent=bool(request.transcript_names))
+        self._options = SessionOptions(language=language, context=context)
         _LOGGER.debug("%s: transcribe %s", self._client, self._options)
 
     async def _on_audio_start(self, start: AudioStart) -> None:
@@ -256,7 +243,7 @@ class Qwen3EventHandler(AsyncEventHandler):
             _LOGGER.warning("%s: %s", self._client, err)
             await self._send_error(str(err), "bad-audio-format")
             return
-        options, self._options = self._options, self._default_options()
+        options, self._options = self._options or self._default_options(), None
         loop = asyncio.get_running_loop()
         try:
             session = await loop.run_in_executor(self._backend.executor, self._backend.create_session, options)

@@ -11,23 +11,34 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
 
 from wyoming.event import async_get_stdin
 from wyoming.server import AsyncServer, AsyncStdioServer, AsyncTcpServer
 
-from ..backends.base import Backend
+from ..backends.base import Backend, SessionOptions
+from ..backends.inference import EARLY
 from ..backends.loading import BackendLoadError, choose_backend, create_backend
-from ..model.catalogue import ModelNotFoundError, ResolvedModel, check_backend, resolve_model
+from ..home.assistant import HomeAssistantLink
+from ..home.names import Home
+from ..model.catalogue import (
+    QWEN3_ASR_NAMES_BYTES,
+    ModelNotFoundError,
+    ResolvedModel,
+    check_backend,
+    resolve_model,
+)
 from ..model.grammar import GrammarError, Grammars
 from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
+from .context import compose_context
 from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
 from .handler import Qwen3EventHandler
 from .info import build_info
 from .memory import freeze_startup_objects
-from .settings import HandlerConfig
+from .settings import HandlerConfig, HomeSource
 from .silero import VadProcess
 from .speech_activity import DetectorPool
 from .turn import TurnSettings
@@ -43,9 +54,14 @@ class StartupError(Exception):
 
 
 def handler_config(
-    args: argparse.Namespace, default_language: str | None, grammars: Grammars | None = None
+    args: argparse.Namespace,
+    default_language: str | None,
+    grammars: Grammars | None = None,
+    home: HomeSource | None = None,
+    names_bytes: int = QWEN3_ASR_NAMES_BYTES,
 ) -> HandlerConfig:
-    """The settings every connection shares (``grammars``: the model folder's commands, see ``turn``)."""
+    """The settings every connection shares (``grammars``: the model folder's commands, see ``turn``; ``home``:
+    where the home's names come from, and ``names_bytes`` how many the model's context holds)."""
     return HandlerConfig(
         default_language=default_language,
         context=args.context,
@@ -62,6 +78,8 @@ def handler_config(
             incomplete_silence_seconds=args.endpoint_max_silence,
             grammars=grammars,
         ),
+        home=home,
+        home_names_bytes=args.ha_names_bytes or names_bytes,
     )
 
 
@@ -111,7 +129,14 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
     if grammars is not None and args.endpointing:
         languages = " or ".join(grammars.languages)
         _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", languages)
-    config = handler_config(args, language, grammars)
+    link = home_assistant(args)
+    config = handler_config(args, language, grammars, link, model.names_bytes)
+    if link is not None:
+        link.on_home = partial(prepare_home_context, backend, config)
+        try:
+            await link.start()
+        except ValueError as err:
+            raise StartupError(f"--ha-url: {err}") from err
     info = build_info(model, backend.name, backend.supported_languages, endpointing=args.endpointing)
     vad = VadProcess()  # Silero off the server's interpreter (``silero``)
     detectors = DetectorPool(make=vad.detector)
@@ -122,8 +147,38 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
         else:
             await serve_socket(server, handler_factory, args, f"{model.name} ({backend.name} backend)")
     finally:
+        if link is not None:
+            await link.close()
         backend.executor.shutdown(wait=False, cancel_futures=True)
         vad.close()
+
+
+def home_assistant(args: argparse.Namespace) -> HomeAssistantLink | None:
+    """The link to Home Assistant the options ask for (not started), its token read from where they say."""
+    if not args.ha_url:
+        return None
+    token = args.ha_token
+    if args.ha_token_file is not None:
+        try:
+            token = args.ha_token_file.read_text(encoding="utf-8").strip()
+        except OSError as err:
+            raise StartupError(f"--ha-token-file: cannot read {args.ha_token_file}: {err.strerror}") from err
+    if not token:
+        raise StartupError("--ha-token-file: the file is empty" if args.ha_token_file else "--ha-token is empty")
+    return HomeAssistantLink(args.ha_url, token)
+
+
+def prepare_home_context(backend: Backend, config: HandlerConfig, home: Home) -> None:
+    """A home read anew: the prompt of its names computed now, between requests, not by the next command's."""
+    context, _ = compose_context(config, [], names_sent=False)
+    options = SessionOptions(language=config.default_language, context=context)
+    future = backend.executor.submit_with_priority(EARLY, backend.prepare, options)
+    future.add_done_callback(_log_failed_preparation)
+
+
+def _log_failed_preparation(future: Future[None]) -> None:
+    if not future.cancelled() and (err := future.exception()) is not None:
+        _LOGGER.warning("The prompt of the home's names could not be prepared (%r): the next command computes it", err)
 
 
 async def serve_stdio(handler_factory: Callable[..., Qwen3EventHandler], what: str) -> None:

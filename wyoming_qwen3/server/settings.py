@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
+from ..home.names import Home
 from .turn import TurnSettings
+
+
+class HomeSource(Protocol):
+    """Where a home's names come from (``home.assistant.HomeAssistantLink``): the home as last read, or None."""
+
+    @property
+    def home(self) -> Home | None: ...
+
+    def refresh_soon(self) -> None:
+        """A command begins: read the home again if the last read is stale, without waiting for it."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,9 @@ class HandlerConfig:
     emission_log: Path | None = None
     #: When the final pass starts early, and whether the server ends turns itself.
     turn: TurnSettings = field(default_factory=TurnSettings)
+    #: The home's names (read from Home Assistant), for commands whose client sends none; and their budget.
+    home: HomeSource | None = None
+    home_names_bytes: int = 2048
 
     @property
     def limits(self) -> StreamLimits:
