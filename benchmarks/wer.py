@@ -10,10 +10,13 @@ server in 10 ms chunks as Home Assistant sends them. ``--set`` picks the set:
 - ``named``: commands that say a home's own made-up name, never trained on, each once with the name among
   16 others in ``transcribe`` and once with no names: the gain of the context;
 - ``mandarin``: Mandarin commands (``language zh``), scored by characters, with whether the streamed deltas
-  came as whole characters before the audio ended.
+  came as whole characters before the audio ended;
+- ``home``: the ``named`` commands, their client sending no names, the server reading a home from a stand-in
+  Home Assistant (an entity for each of the set's 60 made-up names, the corpus's areas), its context holding
+  ``--home-bytes`` of those names.
 
-Usage: script/benchmark wer [--set commands|named|mandarin] [--unrelated] [--speed 1.0] [--limit N]
-                            [--model demo] [--quantize int8] [--json FILE] [--border-seconds S]
+Usage: script/benchmark wer [--set commands|named|mandarin|home] [--unrelated] [--home-bytes N] [--speed 1.0]
+                            [--limit N] [--model demo] [--quantize int8] [--json FILE] [--border-seconds S]
                             [--min-probability P] [--tuning-seed N] [--step-seconds S] [--encoder-window S]
                             [--stream-window S] [--trailing-noise]
 """
@@ -32,17 +35,19 @@ import numpy as np
 
 from tools import offline
 from tools.client import Reply, stream
-from tools.corpus import heldout_utterances, with_trailing_noise
+from tools.corpus import AREAS, heldout_utterances, with_trailing_noise
+from tools.home_assistant import StandInHomeAssistant, home_of_names
 from tools.names import heldout_names, name_list
 from tools.server_process import ServerProcess, add_server_arguments, server_flags, start_server
 from tools.speech import as_speech, speak
 from tools.wer import cer, normalize, wer
+from wyoming_qwen3.home.assistant import HomeAssistantLink
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.languages import LANGUAGE_NAMES
 from wyoming_qwen3.model.qwen import QwenAsrModel
 from wyoming_qwen3.model.text_units import is_unspaced
-from wyoming_qwen3.server.handler import bounded_entries, build_context
+from wyoming_qwen3.server.context import bounded_entries, build_context
 
 #: Seed of the unrelated list of ``--unrelated``.
 _UNRELATED_SEED = 7
@@ -55,6 +60,8 @@ class Item:
     text: str
     audio: np.ndarray
     names: list[str] | None = None
+    #: The context the server builds without names from the client (a home's names read from Home Assistant).
+    context: str | None = None
 
 
 @dataclass
@@ -74,13 +81,14 @@ def run(
 ) -> Scored:
     """Transcribe ``items`` offline (the context and language as the server builds them) and streamed."""
     name = LANGUAGE_NAMES[language]
-    offline = [(i.text, offline.transcribe(qwen, i.audio, build_context("", i.names or []), name).text) for i in items]
+    contexts = [i.context if i.context is not None else build_context("", i.names or []) for i in items]
+    heard = [(i.text, offline.transcribe(qwen, i.audio, c, name).text) for i, c in zip(items, contexts, strict=True)]
     replies = [
         asyncio.run(stream(server.host, server.port, as_speech(i.audio), language=language, names=i.names, speed=speed))
         for i in items
     ]
     streamed = [(i.text, r.text) for i, r in zip(items, replies, strict=True)]
-    return Scored(label, offline, streamed, replies, [len(i.audio) / SAMPLE_RATE for i in items])
+    return Scored(label, heard, streamed, replies, [len(i.audio) / SAMPLE_RATE for i in items])
 
 
 def report(scored: Scored, by_characters: bool) -> dict[str, object]:
@@ -118,7 +126,15 @@ def report(scored: Scored, by_characters: bool) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("commands", "named", "mandarin"), default="commands")
+    parser.add_argument("--set", choices=("commands", "named", "mandarin", "home"), default="commands")
+    parser.add_argument(
+        "--home-size", type=int, help="home: made-up names a home has (default: all 60 of the set in one home)"
+    )
+    parser.add_argument(
+        "--home-bytes",
+        type=int,
+        help="home: the server's --ha-names-bytes, how much of the home's names a context holds (default: the model's)",
+    )
     parser.add_argument(
         "--unrelated",
         action="store_true",
@@ -146,7 +162,7 @@ def main() -> None:
         # other held-out combinations, so that thresholds are not chosen on the test set
         utterances = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
     else:
-        utterances = heldout[{"commands": "utterances"}.get(args.set, args.set)][: args.limit]
+        utterances = heldout[{"commands": "utterances", "home": "named"}.get(args.set, args.set)][: args.limit]
     audio = [speak(u["text"], u["voice"], 165, 50) for u in utterances]
     if args.trailing_noise:
         rng = np.random.default_rng(5)
@@ -160,29 +176,37 @@ def main() -> None:
         "commands": [("commands" + (f", {_size(unrelated)} bytes of unrelated names" if unrelated else ""), False)],
         "named": [("the name among 16 in the context", True), ("no names", False)],
         "mandarin": [("Mandarin", False)],
+        "home": [],
     }[args.set]
     qwen = QwenAsrModel.load(model.path, "cpu", args.encoder_window, quantize=args.quantize)
     results: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory() as folder:
         flags = [*server_flags(args), "--quantize", args.quantize]
-        server = start_server(Path(args.model), Path(folder) / "server.log", *flags)
-        try:
-            for label, with_context in passes:
-                items = [
-                    Item(u["text"], a, u["context"].split(", ") if with_context else unrelated)
-                    for u, a in zip(utterances, audio, strict=True)
-                ]
-                language = "zh" if args.set == "mandarin" else "en"
-                scored = run(label, items, qwen, server, language, args.speed)
-                results[label] = report(scored, by_characters=args.set == "mandarin")
-        finally:
-            server.stop()
+        if args.set == "home":
+            budget = args.home_bytes or model.names_bytes
+            label = f"homes of {args.home_size or len(utterances)} made-up names, {budget} bytes of names"
+            results[label] = report(in_homes(label, utterances, audio, qwen, args, flags, budget), False)
+        else:
+            server = start_server(Path(args.model), Path(folder) / "server.log", *flags)
+            try:
+                for label, with_context in passes:
+                    items = [
+                        Item(u["text"], a, u["context"].split(", ") if with_context else unrelated)
+                        for u, a in zip(utterances, audio, strict=True)
+                    ]
+                    language = "zh" if args.set == "mandarin" else "en"
+                    scored = run(label, items, qwen, server, language, args.speed)
+                    results[label] = report(scored, by_characters=args.set == "mandarin")
+            finally:
+                server.stop()
     if args.set == "named":
         with_names, without = (results[label]["wer_streaming"] for label, _ in passes)
         print(f"the context cuts the streamed WER on a home's own names from {without:.1%} to {with_names:.1%}")
     settings = {
         "set": args.set,
         "unrelated_bytes": _size(unrelated) if unrelated else 0,
+        "home_size": args.home_size,
+        "home_bytes": args.home_bytes,
         "speed": args.speed,
         "trailing_noise": args.trailing_noise,
         "quantize": args.quantize,
@@ -192,6 +216,57 @@ def main() -> None:
     }
     if args.json:
         args.json.write_text(json.dumps({**settings, "passes": results}, indent=1, ensure_ascii=False) + "\n")
+
+
+def in_homes(
+    label: str,
+    utterances: list[dict],
+    audio: list[np.ndarray],
+    qwen: QwenAsrModel,
+    args: argparse.Namespace,
+    flags: list[str],
+    budget: int,
+) -> Scored:
+    """The named commands, each in a home that has its name (``--home-size`` names and the corpus's areas): a
+    stand-in Home Assistant serves each home to a server of its own, and the client sends no names."""
+    size = args.home_size or len(utterances)
+    parts: list[Scored] = []
+    for start in range(0, len(utterances), size):
+        group = utterances[start : start + size]
+        home = home_of_names([u["name"] for u in group], AREAS)
+        with tempfile.TemporaryDirectory() as folder, StandInHomeAssistant(home) as assistant:
+            (Path(folder) / "token").write_text(assistant.token)
+            reading = ["--ha-url", assistant.url, "--ha-token-file", str(Path(folder) / "token")]
+            context = asyncio.run(context_read_from(assistant, budget))
+            print(f"a home of {len(group)}: {len(context.encode())} bytes of its names in the context", flush=True)
+            server = start_server(Path(args.model), Path(folder) / "server.log", *flags, *reading,
+                                  "--ha-names-bytes", str(budget))  # fmt: skip
+            try:
+                items = [Item(u["text"], a, None, context) for u, a in zip(group, audio[start:], strict=False)]
+                parts.append(run(label, items, qwen, server, "en", args.speed))
+            finally:
+                server.stop()
+    return Scored(
+        label,
+        [pair for part in parts for pair in part.offline],
+        [pair for part in parts for pair in part.streamed],
+        [reply for part in parts for reply in part.replies],
+        [seconds for part in parts for seconds in part.seconds],
+    )
+
+
+async def context_read_from(assistant: StandInHomeAssistant, budget: int) -> str:
+    """The context the server builds for a client that sends no names: the home as its link reads it."""
+    link = HomeAssistantLink(assistant.url, assistant.token)
+    await link.start()
+    try:
+        for _ in range(200):
+            if link.home is not None:
+                return build_context("", list(link.home.context_names(budget).kept))
+            await asyncio.sleep(0.05)
+        raise RuntimeError("the stand-in Home Assistant was not read")
+    finally:
+        await link.close()
 
 
 def _size(names: list[str]) -> int:

@@ -25,6 +25,7 @@ import torch
 from wyoming_qwen3.backends.base import Backend, SessionOptions
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
 from wyoming_qwen3.backends.simulkv.encoder_cache import AudioWindowCache, EncodedAudio
+from wyoming_qwen3.backends.simulkv.kv_cache import PrefixCache
 from wyoming_qwen3.backends.simulkv.session import Prefill, SimulKvSession, Verdict
 from wyoming_qwen3.model.catalogue import ResolvedModel
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -34,6 +35,8 @@ from wyoming_qwen3.server.serve import StartupError, serve
 
 #: Tokens a second of speech (fast speech is about 5).
 TOKENS_PER_SECOND = 4.0
+#: What the scripted speaker says.
+SCRIPT_WORDS = ("turn on the kitchen lights and " * 40).split()
 
 
 @dataclass
@@ -92,13 +95,19 @@ class ScriptedSession(SimulKvSession):
     def _forget_unsent_text(self) -> None:
         """Random weights write no words, so every token would count as unsent: keep them."""
 
+    def _text(self, final: bool, tokens: int | None = None) -> str:
+        """The speaker's words, two tokens a word: random weights' tokens are mostly outside their small
+        tokenizer and read as nothing, and a benchmark of partial transcripts needs words to come as they would."""
+        count = len(self._committed) if tokens is None else tokens
+        return " ".join(SCRIPT_WORDS[: count // 2])
+
 
 class ReprefillSession(ScriptedSession):
     """The baseline: every step encodes all the audio and prefills the whole prompt again."""
 
     def prefill(self) -> Prefill:
         self._audio_cache = CountingWindowCache(self.prefilled)
-        self._cache = self._prefill_prefix()
+        self._cache = PrefixCache().cache_for(self._model, self._prefix)  # computed again: nothing is kept
         self._cached_audio_tokens = 0
         return super().prefill()
 
@@ -110,7 +119,9 @@ class ScriptedBackend(SimulKvBackend):
     tokens_per_second = TOKENS_PER_SECOND
 
     def create_session(self, options: SessionOptions) -> ScriptedSession:
-        session = self.session_type(self.model, self.heads, self.settings, options)
+        session = self.session_type(
+            self.model, self.heads, self.settings, options, self.executor.should_yield, self.prefixes
+        )
         session.tokens_per_second = self.tokens_per_second
         return session
 
