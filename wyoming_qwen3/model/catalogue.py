@@ -23,11 +23,12 @@ DEFAULT_MODEL = "Qwen/Qwen3-ASR-0.6B"
 #: then encodes and prefills at most 2 s of open window instead of 8 (docs/performance.md, "Compute").
 #: The demo model keeps its own: it was trained on whole commands.
 STREAMING_ENCODER_WINDOW = 2.0
-#: How much of a home's names (bytes of the ", "-joined list) a model's context holds, unless --ha-names-bytes says:
-#: Qwen3-ASR was trained on free-form background text in its system prompt (technical report, arXiv 2601.21337),
-#: and 4096 bytes is about 200 names of a home, about 1000 prompt tokens, computed once per home
-#: (docs/performance.md, "A home's names"); the demo model learned lists of 2 to 16 names (docs/demo-model.md).
-QWEN3_ASR_NAMES_BYTES = 4096
+#: How much of a home's names (bytes of the ", "-joined list) a model's context holds, unless --ha-names-bytes says.
+#: A name costs every streaming step its attention: on the random 0.6B shape in int8, 2 cores, 1240 bytes (100 names,
+#: 745 prompt tokens) cost the first partial 3% and 2325 bytes (200 names, 1465 tokens) 20% (script/benchmark names,
+#: docs/performance.md). The demo model learned lists of 2 to 16 names: a home of 30 whole helped it, 60 did not
+#: (script/benchmark wer --set home, docs/demo-model.md).
+QWEN3_ASR_NAMES_BYTES = 2048
 DEMO_NAMES_BYTES = 300
 
 

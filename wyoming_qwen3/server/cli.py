@@ -18,7 +18,7 @@ from typing import Any
 from .. import __version__
 from ..backends.loading import BACKENDS
 from ..backends.simulkv.settings import SimulKvSettings
-from ..model.catalogue import DEFAULT_MODEL, STREAMING_ENCODER_WINDOW
+from ..model.catalogue import DEFAULT_MODEL, DEMO_NAMES_BYTES, QWEN3_ASR_NAMES_BYTES, STREAMING_ENCODER_WINDOW
 from ..model.languages import AUTO_LANGUAGE
 from .settings import HandlerConfig
 from .turn import TurnSettings
@@ -91,8 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--ha-names-bytes",
         type=int,
         metavar="BYTES",
-        help="how much of the home's names a context holds (default: the model's: 4096 for Qwen3-ASR, 512 for "
-        "the demo model)",
+        help=f"how much of the home's names a context holds (default: the model's: {QWEN3_ASR_NAMES_BYTES} for "
+        f"Qwen3-ASR, {DEMO_NAMES_BYTES} for the demo model); every byte costs each streaming step "
+        "(docs/performance.md)",
     )
     add(
         "--zeroconf",
