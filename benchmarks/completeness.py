@@ -30,29 +30,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tools.corpus import DEMO_FOLDER, heldout_commands
+from tools.corpus import DEMO_FOLDER, corpus_home, heldout_commands
 from tools.ha_client import room_noise
 from tools.in_process import demo_backend
 from tools.pauses import PausedCommand, pause_corpus
 from tools.speech import speak
 from tools.wer import normalize
 from wyoming_qwen3.backends.base import SessionOptions, Speculation
+from wyoming_qwen3.home.commands import Commands, CommandsUnavailableError, Templates
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.model.grammar import Grammars
+from wyoming_qwen3.model.grammar import Grammars, Judgement
 from wyoming_qwen3.server.turn import TurnSettings
 
 #: What the model has heard of a pause when the endpoint decides (turn.kept_silence_seconds).
 HEARD_OF_PAUSE = 0.3
-#: A pause shorter than this never ends a turn: the short silence (0.3 s) and Silero's lag (about 0.1 s).
-SHORTEST_ENDING_PAUSE = 0.4
+#: Silero's end of speech comes about 0.1 s after the real one (73-99 ms at the median, docs/design.md).
+SILERO_LAG = 0.1
+#: A pause shorter than this never ends a turn: the short silence (0.3 s) and Silero's lag.
+SHORTEST_ENDING_PAUSE = 0.3 + SILERO_LAG
+#: Silences after a whole command that a longer one begins with, measured.
+CONTINUES_SILENCES = (0.5, 0.8, 1.25)
 LEAD_SECONDS = 0.3
 
 Judge = Callable[[Speculation, np.ndarray], bool]
@@ -126,7 +133,7 @@ def main() -> None:
             [room_noise(LEAD_SECONDS, index), item.audio[: item.pause_start + int(HEARD_OF_PAUSE * SAMPLE_RATE)]]
         )
         ends = item.pause_seconds >= SHORTEST_ENDING_PAUSE
-        cases.append({"kind": "paused", "text": item.first, "ends": ends, "audio": audio})
+        cases.append({"kind": "paused", "text": item.first, "ends": ends, "audio": audio, "pause": item.pause_seconds})
     for index, utterance in enumerate(heldout):
         audio = np.concatenate([room_noise(LEAD_SECONDS, index), speak(utterance["text"], utterance["voice"], 165, 50)])
         cases.append({"kind": "whole", "text": utterance["text"], "audio": audio})
@@ -156,6 +163,13 @@ def main() -> None:
         for case in cases:
             case["smart_turn"] = smart_turn.probability(case["audio"])
         judges["smart-turn"] = lambda s, a: a > 0.5
+    home_commands: Commands | None = None
+    try:
+        home_commands = Templates.load("en").for_home(corpus_home())
+        judges["ha-home"] = lambda s, a: home_commands.judge(s.text) is not Judgement.INCOMPLETE
+        judges["ha-home-final"] = lambda s, a: home_commands.judge(s.text) is Judgement.COMPLETE
+    except CommandsUnavailableError as err:
+        print(f"ha-home not measured: {err}", flush=True)
     for name in [n for n in judges if n != "rule"]:
         judges[f"rule+{name}"] = lambda s, a, judge=judges[name]: rule.sounds_complete(s) and judge(s, a)
 
@@ -176,6 +190,15 @@ def main() -> None:
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
+    turns = []
+    if home_commands is not None:
+        # The server's own decision (turn.TurnSettings) with Home Assistant's commands for the home, as a real
+        # model is judged (no grammar.json): the silence each text gets, for a few silences after a command that
+        # a longer one begins with.
+        for continues in CONTINUES_SILENCES:
+            settings = TurnSettings(commands=_English(home_commands), continues_silence_seconds=continues)
+            turns.append(turn_row(settings, cases))
+            print(json.dumps(turns[-1]), flush=True)
     heads_exact = sum(normalize(c["speculation"].text) == normalize(c["text"]) for c in cases if c["kind"] == "paused")
     print(f"the words before the pause transcribed exactly: {heads_exact} of {len(paused)}", flush=True)
     results = {
@@ -183,8 +206,38 @@ def main() -> None:
         "minutes": round((time.time() - began) / 60, 1),
         "words_before_the_pause_exact": heads_exact,
         "rows": rows,
+        "turns_with_home_assistants_commands": turns,
     }
     args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class _English:
+    """One language's commands, as the turn asks for them."""
+
+    commands: Commands
+
+    def of(self, language: str) -> Commands | None:
+        return self.commands if language == "English" else None
+
+
+def turn_row(settings: TurnSettings, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the server's endpointing does with each case: a pause ends the turn when it outlasts the silence its
+    text gets (and Silero's lag); a whole command ends after that silence."""
+    verdicts = [(c, settings.completeness(c["speculation"])) for c in cases]
+    silences = {c["text"] + str(i): settings.silence_to_end(c["speculation"]) for i, c in enumerate(cases)}
+    paused = [(c, j, silences[c["text"] + str(i)]) for i, (c, j) in enumerate(verdicts) if c["kind"] == "paused"]
+    whole = [(c, j, silences[c["text"] + str(i)]) for i, (c, j) in enumerate(verdicts) if c["kind"] == "whole"]
+    return {
+        "continues_silence_s": settings.continues_silence_seconds,
+        "paused": {j.value: sum(v is j for _, v, _ in paused) for j in Judgement},
+        "premature": sum(c["pause"] >= silence + SILERO_LAG for c, _, silence in paused),
+        "whole": {j.value: sum(v is j for _, v, _ in whole) for j in Judgement},
+        "whole_median_end_of_speech_to_transcript_ms": round(
+            1000 * statistics.median(silence + SILERO_LAG for _, _, silence in whole)
+        ),
+        "premature_examples": [c["speculation"].text for c, _, s in paused if c["pause"] >= s + SILERO_LAG][:8],
+    }
 
 
 if __name__ == "__main__":

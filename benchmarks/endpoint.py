@@ -19,6 +19,7 @@ that runs the final pass in the silence against one that runs it at audio-stop
 (``--no-speculate``), each command followed by Home Assistant's 0.7 s.
 
 Usage: script/benchmark endpoint [--limit 20] [--endpoint-limit 50] [--equality-limit 100] [--endpoint-only]
+                                 [--home-commands]
        script/benchmark endpoint --shape 0.6b [--repeats 5] [--precisions float32 int8]
            (Home Assistant's 0.7 s only, today's behaviour against the early final pass, on the real
            model's compute: a random-weight 0.6B model decoding on a script, as the latency benchmark does)
@@ -28,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -37,8 +40,9 @@ from typing import Any
 import numpy as np
 
 from tools.client import stream
-from tools.corpus import heldout_commands
+from tools.corpus import DEMO_FOLDER, corpus_home, heldout_commands
 from tools.ha_client import LEAD_SECONDS, Turn, command, room_noise
+from tools.home_assistant import StandInHomeAssistant, stand_in
 from tools.pauses import pause_corpus
 from tools.scripted import TOKENS_PER_SECOND
 from tools.server_process import ServerProcess, start_server
@@ -46,6 +50,7 @@ from tools.speech import as_speech, speak
 from tools.wer import normalize
 from wyoming_qwen3.model.catalogue import CATALOGUE, DEFAULT_MODEL
 from wyoming_qwen3.model.format import SAMPLE_RATE
+from wyoming_qwen3.model.grammar import GRAMMAR_FILE
 
 HA_SETTINGS = (0.25, 0.7, 1.25)
 #: Server endpointing settings: (silence once complete, silence while not).
@@ -142,19 +147,49 @@ def demo_main(args: argparse.Namespace) -> dict[str, Any]:
     # More commands here: a premature end is rare, and each one counts against the 2% the default must meet.
     endpoint_limit = args.endpoint_limit or args.limit
     plain, paused = all_plain[:endpoint_limit], all_paused[:endpoint_limit]
-    for complete, incomplete in args.endpoint_settings:
-        flags = ["--endpointing", "--endpoint-silence", str(complete), "--endpoint-max-silence", str(incomplete)]
-        server = start_server(Path("demo"), folder / f"endpoint-{len(rows)}.log", *flags)
-        try:
-            row = {"server": "endpointing", "ends the turn": f"the server, {complete:g} s / {incomplete:g} s"}
-            row.update(summary(run_turns(server, plain, silence_seconds=None), plain))
-            row["paused"] = summary(run_turns(server, paused, silence_seconds=None), paused, pauses=True)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-        finally:
-            server.stop()
+    with contextlib.ExitStack() as stack:
+        model, reading = (Path("demo"), []) if not args.home_commands else home_reading(stack, folder)
+        for silences in args.endpoint_settings:
+            log = folder / f"endpoint-{len(rows)}.log"
+            rows.append(endpointing_row(model, log, silences, reading, plain, paused))
+            rows[-1]["ends the turn"] += ", Home Assistant's commands for the home" if args.home_commands else ""
+            print(json.dumps(rows[-1]), flush=True)
     results["turns"] = rows
     return results
+
+
+def home_reading(stack: contextlib.ExitStack, folder: Path) -> tuple[Path, list[str]]:
+    """The demo model as a real one is judged (its own folder without its grammar.json), and the flags of a server
+    that reads the corpus's home from a stand-in Home Assistant: its turns end by Home Assistant's commands."""
+    model = folder / "demo-without-grammar"
+    shutil.rmtree(model, ignore_errors=True)
+    shutil.copytree(DEMO_FOLDER, model, ignore=shutil.ignore_patterns(GRAMMAR_FILE, "__pycache__"))
+    assistant = stack.enter_context(StandInHomeAssistant(stand_in(corpus_home())))
+    token = folder / "ha-token"
+    token.write_text(assistant.token)
+    return model, ["--ha-url", assistant.url, "--ha-token-file", str(token), "--language", "en"]
+
+
+def endpointing_row(
+    model: Path,
+    log: Path,
+    silences: tuple[float, float],
+    flags: list[str],
+    plain: list[dict[str, Any]],
+    paused: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The server ending the turns itself after these silences (once complete, while not)."""
+    complete, incomplete = silences
+    silence_flags = ["--endpoint-silence", str(complete), "--endpoint-max-silence", str(incomplete)]
+    server = start_server(model, log, "--endpointing", *silence_flags, *flags)
+    try:
+        run_turns(server, plain[:1], silence_seconds=None)  # the first: a home read, and its commands loaded
+        row = {"server": "endpointing", "ends the turn": f"the server, {complete:g} s / {incomplete:g} s"}
+        row.update(summary(run_turns(server, plain, silence_seconds=None), plain))
+        row["paused"] = summary(run_turns(server, paused, silence_seconds=None), paused, pauses=True)
+        return row
+    finally:
+        server.stop()
 
 
 def shape_main(args: argparse.Namespace) -> dict[str, Any]:
@@ -213,6 +248,12 @@ def main() -> None:
     parser.add_argument("--shape", choices=("0.6b",), help="the 0.6B shape's compute instead of the demo model")
     parser.add_argument("--endpoint-limit", type=int, help="commands per corpus, endpointing rows (default: --limit)")
     parser.add_argument("--endpoint-only", action="store_true", help="only the server endpointing rows")
+    parser.add_argument(
+        "--home-commands",
+        action="store_true",
+        help="endpointing rows as a real model is judged: no grammar.json, the server reading the corpus's home from "
+        "a stand-in Home Assistant and ending turns by Home Assistant's own commands",
+    )
     parser.add_argument(
         "--endpoint-settings",
         nargs="+",

@@ -73,6 +73,7 @@ ENVIRONMENT = {
     "--endpointing": ("true", True),
     "--endpoint-silence": ("0.4", 0.4),
     "--endpoint-max-silence": ("1.5", 1.5),
+    "--endpoint-continues-silence": ("0.9", 0.9),
     "--emission-log": ("/tmp/e.jsonl", Path("/tmp/e.jsonl")),
     "--debug": ("true", True),
     "--log-format": ("%(message)s", "%(message)s"),

@@ -42,7 +42,7 @@ def test_the_demo_mandarin_grammar_matches_by_characters_without_spaces() -> Non
 
 
 def test_with_a_grammar_complete_means_one_of_its_commands_in_its_language() -> None:
-    turn = TurnSettings(grammars=DEMO)
+    turn = TurnSettings(commands=DEMO)
     assert turn.sounds_complete(Speculation("open the dining room curtains", "English", 0.9))
     assert not turn.sounds_complete(Speculation("open the dining room", "English", 0.9))
     assert not turn.sounds_complete(Speculation("open the dining room curtains", "English", 0.2))  # and the rule

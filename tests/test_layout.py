@@ -1,4 +1,4 @@
-"""The package's layout keeps its promises: the Wyoming side and the mlx backend load without torch."""
+"""The package's layout keeps its promises: the Wyoming side, the home and the mlx backend load without torch."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import pkgutil
 import subprocess
 import sys
 
+import wyoming_qwen3.home
 import wyoming_qwen3.server
 
 TORCH_FREE = [
     *(f"wyoming_qwen3.server.{m.name}" for m in pkgutil.iter_modules(wyoming_qwen3.server.__path__)),
     "wyoming_qwen3.__main__",
+    *(f"wyoming_qwen3.home.{m.name}" for m in pkgutil.iter_modules(wyoming_qwen3.home.__path__)),
     "wyoming_qwen3.backends.base",
     "wyoming_qwen3.backends.loading",
     "wyoming_qwen3.backends.mlx.backend",

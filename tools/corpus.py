@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from tools.speech import to_16khz, trimmed
+from wyoming_qwen3.home.names import Area, Entity, Home
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.grammar import GRAMMAR_FILE
@@ -360,3 +361,24 @@ def split_before_first_slot(text: str) -> tuple[str, str] | None:
         if "{" in template and text.startswith(head + " ") and len(head.split()) >= 2:
             return head, text[len(head) + 1 :]
     return None
+
+
+#: The domain Home Assistant gives each of the corpus's devices.
+_DEVICE_DOMAINS = {"lights": "light", "lamp": "light", "fan": "fan", "heater": "climate", "speaker": "media_player",
+                   "tv": "media_player", "radio": "media_player", "computer": "switch"}  # fmt: skip
+
+
+def corpus_home() -> Home:
+    """A home whose names the corpus's commands use, as Home Assistant would hold it: in every area each device
+    and cover by its own name ("lamp" in the kitchen; the lights by their area, as Home Assistant's sentences
+    name them), a vacuum and a thermostat; the doors' locks in no area."""
+    entities = []
+    for area in AREAS:
+        area_id = area.replace(" ", "_")
+        for device in [*(d for d in DEVICES if d != "lights"), *COVERS, "vacuum", "thermostat"]:
+            domain = _DEVICE_DOMAINS.get(
+                device, "cover" if device in COVERS else device.replace("thermostat", "climate")
+            )
+            entities.append(Entity(f"{domain}.{area_id}_{device.replace(' ', '_')}", (device,), area_id))
+    entities += [Entity(f"lock.{door.replace(' ', '_')}", (door,)) for door in DOORS]
+    return Home(tuple(entities), tuple(Area(area.replace(" ", "_"), (area,)) for area in AREAS))

@@ -33,6 +33,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from tools.server_process import free_port
+from wyoming_qwen3.home.names import Home
 
 VERSION = "2026.11.0"
 
@@ -59,6 +60,15 @@ class StandInHome:
     floors: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     #: device id -> its area id
     devices: dict[str, str | None] = field(default_factory=dict)
+
+
+def stand_in(home: Home) -> StandInHome:
+    """What Home Assistant would hold for ``home``: its entities (named, in their areas), areas and floors."""
+    return StandInHome(
+        entities=[StandInEntity(e.entity_id, e.names[0], e.area_id, [None, *e.names[1:]]) for e in home.entities],
+        areas={a.area_id: (a.names[0], list(a.names[1:]), a.floor_id) for a in home.areas},
+        floors={f.floor_id: (f.names[0], list(f.names[1:])) for f in home.floors},
+    )
 
 
 def home_of_names(names: list[str], areas: list[str]) -> StandInHome:

@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements.lock"
 #: The extras the lock covers: what CI and the benchmarks install (mlx runs on a Mac only).
-LOCKED_EXTRAS = ("dev", "bench")
+LOCKED_EXTRAS = ("dev", "bench", "home")
 #: Installed before the rest, pinned by script/setup and the Dockerfiles, never from the lock.
 UNLOCKED = {"torch", "wyoming-qwen3"}
 DIGEST_PREFIX = "# pyproject-dependencies-sha256: "

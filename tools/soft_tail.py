@@ -64,7 +64,7 @@ async def compare(
     """Per mode: (the server as it is, the same server holding nothing back), all four streamed at once
     (``grammars``: the model folder's commands, as the server reads them)."""
     runs = [
-        (mode, silence, TurnSettings(endpointing=silence is None, kept_silence_seconds=kept, grammars=grammars))
+        (mode, silence, TurnSettings(endpointing=silence is None, kept_silence_seconds=kept, commands=grammars))
         for mode, silence in MODES.items()
         for kept in (TurnSettings.kept_silence_seconds, math.inf)
     ]

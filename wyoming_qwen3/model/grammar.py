@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from .text_units import is_unspaced
@@ -30,6 +31,15 @@ _SLOT = re.compile(r"\{(\w+)\}")
 
 class GrammarError(ValueError):
     """A grammar file that cannot be read, said in one line."""
+
+
+class Judgement(Enum):
+    """What a grammar says of a text."""
+
+    INCOMPLETE = "incomplete"
+    COMPLETE = "complete"
+    #: A whole command that a longer one begins with ("turn on the kitchen" ... "lights").
+    CONTINUES = "continues"
 
 
 def words_of(text: str) -> str:
@@ -92,6 +102,10 @@ class Grammar:
         if self.unspaced:
             words = words.replace(" ", "")
         return any(pattern.fullmatch(words) for pattern in self.patterns)
+
+    def judge(self, text: str) -> Judgement:
+        """``is_command`` as a judgement: the model's own commands say nothing of longer ones."""
+        return Judgement.COMPLETE if self.is_command(text) else Judgement.INCOMPLETE
 
 
 @dataclass(frozen=True)

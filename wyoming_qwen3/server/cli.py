@@ -220,6 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
         f'("set a timer for"; default: {TURN.incomplete_silence_seconds:g})',
     )
     add(
+        "--endpoint-continues-silence",
+        type=float,
+        default=TURN.continues_silence_seconds,
+        metavar="SECONDS",
+        help='endpointing: silence that ends a whole command that a longer one begins with ("turn on the kitchen" '
+        f'... "lights"; default: {TURN.continues_silence_seconds:g})',
+    )
+    add(
         "--emission-log",
         type=Path,
         metavar="FILE_OR_DIR",
@@ -296,6 +304,7 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
         "event_timeout",
         "endpoint_silence",
         "endpoint_max_silence",
+        "endpoint_continues_silence",
     ):
         if getattr(args, dest) <= 0:
             fail(dest, "must be greater than zero")

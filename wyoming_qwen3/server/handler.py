@@ -223,6 +223,9 @@ class Qwen3EventHandler(AsyncEventHandler):
             )
         if self._config.home is not None:
             self._config.home.refresh_soon()  # read while the command is spoken: the next one gets the change
+        commands = self._config.turn.commands
+        if commands is not None and language is not None and self._config.turn.endpointing:
+            commands.of(language)  # Home Assistant's, loaded while the command is spoken where they are not yet
         context = self._context(entries, names_sent=bool(request.transcript_names))
         self._options = SessionOptions(language=language, context=context)
         _LOGGER.debug("%s: transcribe %s", self._client, self._options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import ipaddress
 import logging
 import signal
@@ -22,6 +23,7 @@ from ..backends.base import Backend, SessionOptions
 from ..backends.inference import EARLY
 from ..backends.loading import BackendLoadError, choose_backend, create_backend
 from ..home.assistant import HomeAssistantLink
+from ..home.commands import HomeCommands
 from ..home.names import Home
 from ..model.catalogue import (
     QWEN3_ASR_NAMES_BYTES,
@@ -31,7 +33,7 @@ from ..model.catalogue import (
     resolve_model,
 )
 from ..model.grammar import GrammarError, Grammars
-from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, resolve_language
+from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, language_code, resolve_language
 from .context import compose_context
 from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
@@ -41,7 +43,7 @@ from .memory import freeze_startup_objects
 from .settings import HandlerConfig, HomeSource
 from .silero import VadProcess
 from .speech_activity import DetectorPool
-from .turn import TurnSettings
+from .turn import Commands, TurnSettings
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
 
@@ -56,11 +58,11 @@ class StartupError(Exception):
 def handler_config(
     args: argparse.Namespace,
     default_language: str | None,
-    grammars: Grammars | None = None,
+    commands: Commands | None = None,
     home: HomeSource | None = None,
     names_bytes: int = QWEN3_ASR_NAMES_BYTES,
 ) -> HandlerConfig:
-    """The settings every connection shares (``grammars``: the model folder's commands, see ``turn``; ``home``:
+    """The settings every connection shares (``commands``: what the turn's end is judged by, see ``turn``; ``home``:
     where the home's names come from, and ``names_bytes`` how many the model's context holds)."""
     return HandlerConfig(
         default_language=default_language,
@@ -76,7 +78,8 @@ def handler_config(
             endpointing=args.endpointing,
             complete_silence_seconds=args.endpoint_silence,
             incomplete_silence_seconds=args.endpoint_max_silence,
-            grammars=grammars,
+            continues_silence_seconds=args.endpoint_continues_silence,
+            commands=commands,
         ),
         home=home,
         home_names_bytes=args.ha_names_bytes or names_bytes,
@@ -122,17 +125,11 @@ async def serve(args: argparse.Namespace, load_backend: BackendFactory = create_
         language = resolve_language(args.language, backend.supported_languages)
     except UnknownLanguageError as err:
         raise StartupError(str(err)) from err
-    try:
-        grammars = Grammars.load(model.path)
-    except GrammarError as err:
-        raise StartupError(str(err)) from err
-    if grammars is not None and args.endpointing:
-        languages = " or ".join(grammars.languages)
-        _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", languages)
     link = home_assistant(args)
-    config = handler_config(args, language, grammars, link, model.names_bytes)
+    commands = turn_commands(args, model, link, language)
+    config = handler_config(args, language, commands, link, model.names_bytes)
     if link is not None:
-        link.on_home = partial(prepare_home_context, backend, config)
+        link.on_home = partial(read_home, backend, config, commands if isinstance(commands, HomeCommands) else None)
         try:
             await link.start()
         except ValueError as err:
@@ -168,8 +165,42 @@ def home_assistant(args: argparse.Namespace) -> HomeAssistantLink | None:
     return HomeAssistantLink(args.ha_url, token)
 
 
-def prepare_home_context(backend: Backend, config: HandlerConfig, home: Home) -> None:
-    """A home read anew: the prompt of its names computed now, between requests, not by the next command's."""
+def turn_commands(
+    args: argparse.Namespace, model: ResolvedModel, link: HomeAssistantLink | None, language: str | None
+) -> Commands | None:
+    """What endpointing judges a turn's text by: the model folder's commands, else, where the server reads a home,
+    Home Assistant's own for it (their templates loaded at once for the server's language), else nothing."""
+    try:
+        grammars = Grammars.load(model.path)
+    except GrammarError as err:
+        raise StartupError(str(err)) from err
+    if not args.endpointing:
+        return grammars
+    if grammars is not None:
+        languages = " or ".join(grammars.languages)
+        _LOGGER.info("Endpointing: a %s text sounds complete only as one of the model's commands", languages)
+        return grammars
+    if link is None:
+        return None
+    if importlib.util.find_spec("hassil") is None or importlib.util.find_spec("home_assistant_intents") is None:
+        _LOGGER.warning(
+            "Endpointing without Home Assistant's commands (pip install 'wyoming-qwen3[home]'): a pause after "
+            "words that can end a command ends the turn"
+        )
+        return None
+    commands = HomeCommands()
+    code = language_code(language) if language else None
+    if code is not None:
+        commands.prepare(code)
+    _LOGGER.info("Endpointing: a text sounds complete only as one of Home Assistant's commands for the home")
+    return commands
+
+
+def read_home(backend: Backend, config: HandlerConfig, commands: HomeCommands | None, home: Home) -> None:
+    """A home read anew: its commands filled, and the prompt of its names computed now, between requests, not by
+    the next command's."""
+    if commands is not None:
+        commands.update(home)
     context, _ = compose_context(config, [], names_sent=False)
     options = SessionOptions(language=config.default_language, context=context)
     future = backend.executor.submit_with_priority(EARLY, backend.prepare, options)

@@ -14,18 +14,23 @@ With ``endpointing`` the server ends the turn itself, and sends the transcript
 before ``audio-stop``: after a short silence once the text heard sounds
 complete, after a longer one while it does not (the model's probability of the
 end of the text after it, a last word that cannot end a command: "set a timer
-for" ... "ten minutes", and, where the model folder lists its commands, being
-one of them whole: "open the dining room" ... "curtains"). Where the backend
-gives no end probability (mlx), or the language has neither such a list nor
-the model's commands, the turn ends after the longer silence only.
+for" ... "ten minutes", and, where commands are known, being one of them whole:
+"open the dining room" ... "curtains"). The commands are the model folder's
+(``grammar.json``), else, where the server reads a home from Home Assistant,
+Home Assistant's own for that home (``home.commands``); a whole command that a
+longer one begins with ("turn on the kitchen" ... "lights") ends after a silence
+between the two. Where the backend gives no end probability (mlx), or the
+language has neither such a list nor commands, the turn ends after the longer
+silence only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..backends.base import Speculation
-from ..model.grammar import Grammars
+from ..model.grammar import Judgement
 
 #: Last words after which a command goes on, whatever the silence: articles, prepositions, conjunctions and
 #: possessives, in the languages Home Assistant's users speak most. A language not here gets no "complete":
@@ -52,6 +57,17 @@ UNFINISHED_ENDINGS: dict[str, frozenset[str]] = {
 }
 
 
+class Grammar(Protocol):
+    def judge(self, text: str) -> Judgement: ...
+
+
+class Commands(Protocol):
+    """What a speaker may say, by language (``model.grammar.Grammars``, ``home.commands.HomeCommands``)."""
+
+    def of(self, language: str) -> Grammar | None:
+        """The commands of a Qwen3-ASR language name, or None where none are known."""
+
+
 @dataclass(frozen=True)
 class TurnSettings:
     """When the server starts the final pass early, and whether and when it ends the turn itself."""
@@ -66,32 +82,40 @@ class TurnSettings:
     #: Silence that ends a turn whose text sounds complete, and one whose text does not.
     complete_silence_seconds: float = 0.3
     incomplete_silence_seconds: float = 1.25
+    #: Silence that ends a whole command that a longer one begins with.
+    continues_silence_seconds: float = 0.8
     #: The model's probability of the end of the text at which the text sounds complete.
     end_probability: float = 0.5
     #: With endpointing: a stream with no speech for this long gets an empty transcript.
     no_speech_seconds: float = 8.0
-    #: The model folder's commands (``grammar``): where given, a text in one of their languages sounds complete only
-    #: as one of its commands, whole (a paused "open the dining room" is not).
-    grammars: Grammars | None = None
+    #: The commands a speaker gives: where a language has them, a text sounds complete only as one of them, whole
+    #: (a paused "open the dining room" is not).
+    commands: Commands | None = None
 
-    def sounds_complete(self, speculation: Speculation) -> bool:
-        """Whether the transcript the speaker would get now reads as a whole command."""
+    def completeness(self, speculation: Speculation) -> Judgement:
+        """Whether the transcript the speaker would get now reads as a whole command (or one a longer begins)."""
         words = speculation.text.split()
         if not words:
-            return False
+            return Judgement.INCOMPLETE
         unfinished = UNFINISHED_ENDINGS.get(speculation.language)
-        grammar = self.grammars.of(speculation.language) if self.grammars is not None else None
+        grammar = self.commands.of(speculation.language) if self.commands is not None else None
         # No "complete" without evidence: the model's end probability, and a list of the language's words or
         # its commands.
         if (unfinished is None and grammar is None) or speculation.end_probability is None:
-            return False
+            return Judgement.INCOMPLETE
         last = words[-1].strip(".,!?;:'’").lower()  # "l'", "d'": an elided article
         if (unfinished is not None and last in unfinished) or speculation.end_probability < self.end_probability:
-            return False
-        return grammar is None or grammar.is_command(speculation.text)
+            return Judgement.INCOMPLETE
+        return Judgement.COMPLETE if grammar is None else grammar.judge(speculation.text)
+
+    def sounds_complete(self, speculation: Speculation) -> bool:
+        return self.completeness(speculation) is Judgement.COMPLETE
 
     def silence_to_end(self, speculation: Speculation | None) -> float:
         """The silence after which the turn ends, given what the speaker would get now (None: not known yet)."""
-        if speculation is not None and self.sounds_complete(speculation):
-            return self.complete_silence_seconds
-        return self.incomplete_silence_seconds
+        judgement = Judgement.INCOMPLETE if speculation is None else self.completeness(speculation)
+        return {
+            Judgement.COMPLETE: self.complete_silence_seconds,
+            Judgement.CONTINUES: self.continues_silence_seconds,
+            Judgement.INCOMPLETE: self.incomplete_silence_seconds,
+        }[judgement]
