@@ -66,9 +66,10 @@ def test_mandarin_is_matched_as_it_is_written_without_spaces() -> None:
     assert chinese.judge("打开客厅的") is Judgement.INCOMPLETE and chinese.judge("打开台灯") is Judgement.COMPLETE
 
 
-def test_a_language_home_assistant_has_no_templates_for_is_said_so() -> None:
+def test_a_language_home_assistant_has_no_templates_for_is_said_so_and_cantonese_is_hong_kongs() -> None:
     with pytest.raises(CommandsUnavailableError, match="no sentence templates for 'fil'"):
         Templates.load("fil")
+    assert Templates.load("yue").language == "zh-HK"
 
 
 def speculation(text: str, end_probability: float = 0.9) -> Speculation:

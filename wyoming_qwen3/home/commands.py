@@ -39,6 +39,8 @@ _LOGGER = logging.getLogger(__name__)
 _PUNCTUATION = re.compile(r"[-.,!?;:。，、！？；：\"“”]")
 #: Home Assistant's languages written without spaces between words.
 _UNSPACED = ("zh", "ja", "th")
+#: Home Assistant's code for a language where it is not the Wyoming one: its Hong Kong Chinese is Cantonese.
+_HOME_ASSISTANT_CODES = {"yue": "zh-HK"}
 
 
 class CommandsUnavailableError(Exception):
@@ -76,7 +78,7 @@ class Templates:
             from home_assistant_intents import get_intents, get_languages
         except ImportError as err:
             raise CommandsUnavailableError(f"{err.name} is not installed (pip install 'wyoming-qwen3[home]')") from err
-        wanted = language_code.lower()
+        wanted = _HOME_ASSISTANT_CODES.get(language_code, language_code).lower()
         known = {code.lower(): code for code in get_languages()}
         language = known.get(wanted) or next((c for k, c in known.items() if k.split("-")[0] == wanted), None)
         if language is None:
