@@ -91,7 +91,7 @@ def test_the_homes_names_reach_the_context_and_spell_as_a_clients_names_would(as
     assert "Traceback" not in log
 
 
-def test_a_rename_odd_characters_and_home_assistant_going_away_and_coming_back(assistant, tmp_path: Path) -> None:
+def test_a_rename_odd_characters_and_home_assistant_going_away_and_restarting(assistant, tmp_path: Path) -> None:
     server = serve_reading(assistant, tmp_path)
     try:
         wait_for(server, "exposed to Assist")
@@ -104,14 +104,22 @@ def test_a_rename_odd_characters_and_home_assistant_going_away_and_coming_back(a
         away = transcribe(server)
         during = contexts(server.log())[-1].split(", ")
         mark = server.log_mark()
+        assistant.starting()  # back, but starting: no entities yet
         assistant.start()
         transcribe(server)  # a command asks for a new read, at once
+        wait_for(server, "is starting", since=mark)
+        transcribe(server)
+        while_starting = contexts(server.log())[-1].split(", ")
+        assistant.started()
         wait_for(server, "is back", since=mark)
+        transcribe(server)
         log = server.log()
     finally:
         server.stop()
     assert 'Lamp, "Küche" 🌙 links' in ", ".join(renamed) and not any("\n" in n or "\t" in n for n in renamed)
     assert during == renamed and away.text  # the last names, and a transcript, while Home Assistant is away
+    assert while_starting == renamed  # not a home of none while its integrations start
+    assert contexts(log)[-1].split(", ") == renamed
     assert log.count("the connection closed") == 1  # one line for the outage, not one per try
     assert "Traceback" not in log
 

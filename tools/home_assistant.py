@@ -12,7 +12,8 @@ Every message is the one Home Assistant 2026.11 sends or expects
   (``unknown_command``: "Unknown command.");
 - ``subscribe_events`` answers a null result, then ``{"id", "type": "event", "event": {"event_type", "data",
   "origin", "time_fired", "context"}}`` for each event of that type;
-- ``get_states``, ``homeassistant/expose_entity/list``, ``config/entity_registry/get_entries``,
+- ``get_config`` (its ``state``: ``STARTING`` while it starts, then ``RUNNING`` and the ``homeassistant_started``
+  event), ``get_states``, ``homeassistant/expose_entity/list``, ``config/entity_registry/get_entries``,
   ``config/device_registry/list``, ``config/area_registry/list`` and ``config/floor_registry/list`` answer in
   their shapes (``wyoming_qwen3/home/registries.py`` lists them).
 
@@ -91,6 +92,8 @@ class StandInHomeAssistant:
         self.broken = False
         #: How many times the API was asked for the states (each read of the home asks once).
         self.reads = 0
+        #: Home Assistant's state (get_config): "STARTING" until ``started()``, as after a restart.
+        self.state = "RUNNING"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="stand-in-home-assistant", daemon=True)
         self._runner: web.AppRunner | None = None
@@ -136,6 +139,21 @@ class StandInHomeAssistant:
                     asyncio.ensure_future(socket.send_json(_event(number, event_type, data)))
 
         self._loop.call_soon_threadsafe(rename)
+
+    def starting(self) -> None:
+        """Answer as a Home Assistant that is starting: get_config says STARTING, the states are not there yet."""
+        self.state = "STARTING"
+
+    def started(self) -> None:
+        """What the end of a start does: the states are there, and ``homeassistant_started`` is fired."""
+
+        def start() -> None:
+            self.state = "RUNNING"
+            for socket, number, event_type in self._subscriptions:
+                if event_type == "homeassistant_started" and not socket.closed:
+                    asyncio.ensure_future(socket.send_json(_event(number, event_type, {})))
+
+        self._loop.call_soon_threadsafe(start)
 
     def _call(self, coroutine: Callable[[], Any]) -> None:
         asyncio.run_coroutine_threadsafe(coroutine(), self._loop).result(timeout=10)
@@ -199,7 +217,8 @@ class StandInHomeAssistant:
             self._subscriptions.append((socket, number, command.get("event_type", "*")))
             return _result(number, None)
         answers: dict[str, Callable[[], Any]] = {
-            "get_states": lambda: [_state(e) for e in home.entities],
+            "get_config": lambda: {"state": self.state, "version": VERSION, "location_name": "Home"},
+            "get_states": lambda: [_state(e) for e in home.entities] if self.state == "RUNNING" else [],
             "homeassistant/expose_entity/list": lambda: {
                 "exposed_entities": {e.entity_id: {"conversation": e.exposed} for e in home.entities}
             },

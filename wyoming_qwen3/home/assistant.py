@@ -203,6 +203,7 @@ class HomeAssistantLink:
         version = await conversation.authenticate(self.token)
         reader = asyncio.create_task(conversation.read())
         try:
+            await self._until_started(conversation, reader)
             await self._read(conversation)
             assert self.home is not None
             _LOGGER.info(
@@ -231,6 +232,21 @@ class HomeAssistantLink:
                     _LOGGER.info("Home Assistant at %s: the home changed: %s", self.url, self.home.size)
         finally:
             reader.cancel()
+
+    async def _until_started(self, conversation: _Conversation, reader: asyncio.Task[None]) -> None:
+        """Home Assistant answers while it starts, before its integrations have made their entities (a restart read
+        as a home of none): wait for ``homeassistant_started``, keeping the names read before."""
+        config = await conversation.call("get_config")
+        if not isinstance(config, dict) or config.get("state", "RUNNING") == "RUNNING":
+            return
+        await conversation.call("subscribe_events", event_type="homeassistant_started")
+        _LOGGER.info("Home Assistant at %s is starting: its home is read once it has started", self.url)
+        started = asyncio.ensure_future(conversation.changed.wait())
+        done, _ = await asyncio.wait({started, reader}, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
+        if reader in done:
+            raise LinkLostError("the connection closed")
+        conversation.changed.clear()
 
     async def _read(self, conversation: _Conversation) -> bool:
         """Read the home; whether it differs from the last read."""
