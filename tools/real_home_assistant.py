@@ -21,6 +21,8 @@ from typing import Any
 
 import aiohttp
 
+from wyoming_qwen3.home.assistant import websocket_url
+
 
 async def commands(url: str, token: str, *messages: dict[str, Any]) -> list[dict[str, Any]]:
     """Each message's answer from Home Assistant's websocket API."""
@@ -28,7 +30,7 @@ async def commands(url: str, token: str, *messages: dict[str, Any]) -> list[dict
     answers = []
     async with (
         aiohttp.ClientSession() as session,
-        session.ws_connect(url.replace("http", "ws", 1) + "/api/websocket") as socket,
+        session.ws_connect(websocket_url(url)) as socket,
     ):
         await socket.receive_json()
         await socket.send_json({"type": "auth", "access_token": token})
