@@ -163,16 +163,24 @@ class InferenceExecutor(Executor):
             return None
 
     def _run(self) -> None:
-        while True:
-            work = self._next()
-            if work.call is _stop:
-                return
-            if _served(work):
-                continue
+        while self._run_next():
+            pass
+
+    def _run_next(self) -> bool:
+        """Run the most urgent queued call, waiting for one; False at shutdown.
+
+        Nothing of a call outlives this frame: a loop variable kept the last one, and with it its session and,
+        through its future's callbacks, its utterance, until the next call came (tests/test_memory.py).
+        """
+        work = self._next()
+        if work.call is _stop:
+            return False
+        if not _served(work):
             if work.stepwise:
                 self._run_batch(work)
             else:
                 self._run_alone(work)
+        return True
 
     def _run_alone(self, work: _Work) -> None:
         # An early call stays cancellable while it runs (its caller's cancel is how it learns to stop).
