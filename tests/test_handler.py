@@ -431,3 +431,32 @@ def test_a_fault_in_the_vad_listener_fails_the_stream_rather_than_losing_its_aud
     errors = [event.data for event in sent if event.type == "error"]
     assert done and errors == [{"text": "Transcription failed; see the server log", "code": "transcription-failed"}]
     assert "a bug in the detector" in caplog.text and "never retrieved" not in caplog.text
+
+
+def test_a_stopping_server_ends_each_connection_with_its_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """AsyncServer.stop asks each handler to stop (the handler's own ``stop``, over the library's): the read under
+    way ends, the client sees the end, and the log says why."""
+    backend = WordsBackend()
+
+    async def main() -> Event | None:
+        async with serving(backend) as port:
+            client = AsyncTcpClient("127.0.0.1", port)
+            await client.connect()
+            await client.write_event(Describe().event())
+            assert (await asyncio.wait_for(client.read_event(), 5)) is not None  # info: the handler reads
+        # The server has stopped: the connection ends without another event, and the handler says why.
+        after = await asyncio.wait_for(client.read_event(), 5)
+        for _ in range(100):
+            if ends():
+                break
+            await asyncio.sleep(0.02)
+        return after
+
+    def ends() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "closed" in r.getMessage() or "lost" in r.getMessage()]
+
+    with caplog.at_level(logging.INFO):
+        after = asyncio.run(main())
+    backend.executor.shutdown()
+    assert after is None
+    assert len(ends()) == 1 and ends()[0].endswith("closed: the server is stopping"), caplog.text

@@ -90,6 +90,8 @@ class Qwen3EventHandler(AsyncEventHandler):
         # that follows it is not transcribed with some other language instead.
         self._refused = False
         self._connected = True
+        #: Set by ``stop``: the connection ends after the event under way.
+        self._stopping = False
         #: The VAD, taken from the server's pool at the connection's first stream, reset for each, and
         #: given back when the connection ends (None until then).
         self._detectors = detectors
@@ -111,12 +113,16 @@ class Qwen3EventHandler(AsyncEventHandler):
     # -- reading --------------------------------------------------------------
 
     async def run(self) -> None:
-        """Like AsyncEventHandler.run, with answers for malformed input, timeouts,
-        and one log line however the connection ends."""
-        self._is_running = True
+        """AsyncEventHandler.run's loop (read, handle, disconnect, close), with answers for malformed input,
+        timeouts, and one log line however the connection ends.
+
+        wyoming's own reads with ``async_read_event``, which takes a malformed line for the end of the input
+        (the connection closes without a word: tests/test_bad_input.py) and waits forever on a client that
+        stops mid-event; so this reads with ``protocol.read_event``, and ``stop`` says when to end.
+        """
         reason = "closed by the client"
         try:
-            while self._is_running:
+            while not self._stopping:
                 try:
                     event = await read_event(
                         self.reader, self._config.idle_timeout_seconds, self._config.event_timeout_seconds
@@ -138,7 +144,7 @@ class Qwen3EventHandler(AsyncEventHandler):
                         break
                     continue
                 if event is None:
-                    if not self._is_running:
+                    if self._stopping:
                         reason = "closed: the server is stopping"
                     break
                 if not await self.handle_event(event):
@@ -154,6 +160,11 @@ class Qwen3EventHandler(AsyncEventHandler):
             await self.disconnect()
             self.writer.close()
             _LOGGER.info("%s: %s%s", self._client, reason, "; mid-stream, session freed" if mid_stream else "")
+
+    async def stop(self) -> None:
+        """The server is stopping (AsyncServer.stop): the read under way ends, and so does the connection."""
+        self._stopping = True
+        await super().stop()
 
     async def handle_event(self, event: Event) -> bool:
         try:

@@ -9,14 +9,13 @@ import ipaddress
 import logging
 import signal
 import socket
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
 
-from wyoming.event import async_get_stdin
+from wyoming.event import async_get_stdin, async_get_stdout
 from wyoming.server import AsyncServer, AsyncStdioServer, AsyncTcpServer
 
 from ..backends.base import Backend, SessionOptions
@@ -34,6 +33,7 @@ from ..model.catalogue import (
 )
 from ..model.grammar import GrammarError, Grammars
 from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, language_code, resolve_language
+from .completeness import Commands
 from .context import compose_context
 from .discovery import ServiceAnnouncement, routable_address
 from .emission_log import EmissionLog
@@ -43,7 +43,7 @@ from .memory import freeze_startup_objects
 from .settings import HandlerConfig, HomeSource
 from .silero import VadProcess
 from .speech_activity import DetectorPool
-from .turn import Commands, TurnSettings
+from .turn import TurnSettings
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
 
@@ -213,15 +213,15 @@ def _log_failed_preparation(future: Future[None]) -> None:
 
 
 async def serve_stdio(handler_factory: Callable[..., Qwen3EventHandler], what: str) -> None:
-    """One connection on stdin and stdout, read by the handler's own loop (strict reading, timeouts, one log line).
+    """One connection on stdin and stdout (wyoming's own streams of them), read by the handler's own loop (strict
+    reading, timeouts, one log line).
 
     wyoming's AsyncStdioServer calls ``handle_event`` directly with its lenient
-    reader, so one malformed line would read as the end of input.
+    reader, so one malformed line would read as the end of input
+    (tests/test_handler.py: stdio reads strictly).
     """
-    reader = await async_get_stdin()
+    reader, writer = await async_get_stdin(), await async_get_stdout()
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
     loop.add_signal_handler(signal.SIGTERM, reader.feed_eof)
     try:
         _LOGGER.info("Ready: %s on stdio://", what)
