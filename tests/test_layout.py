@@ -8,9 +8,11 @@ import sys
 
 import wyoming_qwen3.home
 import wyoming_qwen3.server
+import wyoming_qwen3.server.stream
 
 TORCH_FREE = [
     *(f"wyoming_qwen3.server.{m.name}" for m in pkgutil.iter_modules(wyoming_qwen3.server.__path__)),
+    *(f"wyoming_qwen3.server.stream.{m.name}" for m in pkgutil.iter_modules(wyoming_qwen3.server.stream.__path__)),
     "wyoming_qwen3.__main__",
     *(f"wyoming_qwen3.home.{m.name}" for m in pkgutil.iter_modules(wyoming_qwen3.home.__path__)),
     "wyoming_qwen3.backends.base",

@@ -14,7 +14,7 @@ from tools.client import assert_streaming_order, connect
 from tools.speech import Speech
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
-from wyoming_qwen3.server.audio import AudioNormalizer
+from wyoming_qwen3.server.stream.audio import AudioNormalizer
 
 from .conftest import SCRIPT_TEXT, run, transcribe
 

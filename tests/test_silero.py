@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tools.speech import speak
-from wyoming_qwen3.server.silero import CHUNK_SAMPLES, LocalDetector, VadProcess, VadProcessError
+from wyoming_qwen3.server.stream.silero import CHUNK_SAMPLES, LocalDetector, VadProcess, VadProcessError
 
 
 @pytest.fixture

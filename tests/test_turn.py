@@ -30,7 +30,7 @@ from wyoming_qwen3.backends.base import FinalDelta, SessionOptions, Speculation,
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.server.settings import HandlerConfig
-from wyoming_qwen3.server.turn import TurnSettings
+from wyoming_qwen3.server.stream.turn import TurnSettings
 
 from .conftest import ServerProcess, serving, start_server
 from .test_handler import WordsBackend, WordsSession, exchange

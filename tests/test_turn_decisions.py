@@ -15,9 +15,9 @@ import pytest
 
 from wyoming_qwen3.backends.base import FinalDelta, Speculation
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.server.silero import CHUNK_SAMPLES
-from wyoming_qwen3.server.speech_activity import Heard
-from wyoming_qwen3.server.turn import (
+from wyoming_qwen3.server.stream.silero import CHUNK_SAMPLES
+from wyoming_qwen3.server.stream.speech_activity import Heard
+from wyoming_qwen3.server.stream.turn import (
     UNSIFTED,
     Action,
     EndReason,

@@ -11,7 +11,7 @@ from wyoming_qwen3.backends.mlx.local_agreement import LocalAgreement
 from wyoming_qwen3.model.format import Transcription, parse_output
 from wyoming_qwen3.model.languages import LANGUAGE_NAMES, UnknownLanguageError, language_codes, resolve_language
 from wyoming_qwen3.model.qwen import select_dtype
-from wyoming_qwen3.server.audio import AudioFormatError, AudioNormalizer
+from wyoming_qwen3.server.stream.audio import AudioFormatError, AudioNormalizer
 
 ALL = list(LANGUAGE_NAMES.values())
 

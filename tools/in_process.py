@@ -27,7 +27,7 @@ from wyoming_qwen3.model.qwen import QwenAsrModel
 from wyoming_qwen3.server.handler import Qwen3EventHandler
 from wyoming_qwen3.server.info import build_info
 from wyoming_qwen3.server.settings import HandlerConfig
-from wyoming_qwen3.server.speech_activity import DetectorPool
+from wyoming_qwen3.server.stream.speech_activity import DetectorPool
 
 
 @contextlib.asynccontextmanager

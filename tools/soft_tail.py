@@ -23,7 +23,7 @@ from tools.in_process import serving
 from wyoming_qwen3.backends.base import Backend
 from wyoming_qwen3.model.grammar import Grammars
 from wyoming_qwen3.server.settings import HandlerConfig
-from wyoming_qwen3.server.turn import TurnSettings
+from wyoming_qwen3.server.stream.turn import TurnSettings
 
 #: Home Assistant's default silence before audio-stop; None: the server ends the turn.
 MODES: dict[str, float | None] = {"default": 0.7, "endpointing": None}

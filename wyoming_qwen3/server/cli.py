@@ -21,7 +21,7 @@ from ..backends.simulkv.settings import SimulKvSettings
 from ..model.catalogue import DEFAULT_MODEL, DEMO_NAMES_BYTES, QWEN3_ASR_NAMES_BYTES, STREAMING_ENCODER_WINDOW
 from ..model.languages import AUTO_LANGUAGE
 from .settings import HandlerConfig
-from .turn import TurnSettings
+from .stream.turn import TurnSettings
 
 #: The defaults, from the one place each is set.
 STREAMING = SimulKvSettings()

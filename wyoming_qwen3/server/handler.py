@@ -31,14 +31,14 @@ from wyoming.server import AsyncEventHandler
 
 from ..backends.base import Backend, SessionOptions
 from ..model.languages import UnknownLanguageError, resolve_language
-from .audio import AudioFormatError, AudioNormalizer
 from .context import MAX_CONTEXT_BYTES, MAX_CONTEXT_ENTRIES, bounded_entries, compose_context
-from .emission_log import EmissionLog
 from .memory import return_free_memory
 from .protocol import IdleTimeoutError, MalformedEventError, StalledEventError, read_event
 from .settings import HandlerConfig
-from .speech_activity import DetectorPool, SpeechActivity
-from .utterance import Utterance
+from .stream.audio import AudioFormatError, AudioNormalizer
+from .stream.emission_log import EmissionLog
+from .stream.speech_activity import DetectorPool, SpeechActivity
+from .stream.utterance import Utterance
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -33,17 +33,17 @@ from ..model.catalogue import (
 )
 from ..model.grammar import GrammarError, Grammars
 from ..model.languages import LANGUAGE_NAMES, UnknownLanguageError, language_code, resolve_language
-from .completeness import Commands
 from .context import compose_context
 from .discovery import ServiceAnnouncement, routable_address
-from .emission_log import EmissionLog
 from .handler import Qwen3EventHandler
 from .info import build_info
 from .memory import freeze_startup_objects
 from .settings import HandlerConfig, HomeSource
-from .silero import VadProcess
-from .speech_activity import DetectorPool
-from .turn import TurnSettings
+from .stream.completeness import Commands
+from .stream.emission_log import EmissionLog
+from .stream.silero import VadProcess
+from .stream.speech_activity import DetectorPool
+from .stream.turn import TurnSettings
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
 

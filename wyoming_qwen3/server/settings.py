@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..home.names import Home
-from .turn import TurnSettings
+from .stream.turn import TurnSettings
 
 
 class HomeSource(Protocol):

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model.text_units import split_units
+from ...model.text_units import split_units
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from wyoming.audio import AudioChunk, AudioChunkConverter, AudioFormat
 
-from ..model.format import SAMPLE_RATE, SAMPLES_PER_FRAME
+from ...model.format import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 #: Sample widths (bytes) that audioop converts; 8-bit is unsigned, as in WAV.
 SUPPORTED_WIDTHS = (1, 2, 3, 4)

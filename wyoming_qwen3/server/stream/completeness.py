@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..backends.base import Speculation
-from ..model.grammar import Judgement
+from ...backends.base import Speculation
+from ...model.grammar import Judgement
 
 #: Last words after which a command goes on, whatever the silence: articles, prepositions, conjunctions and
 #: possessives, in the languages Home Assistant's users speak most. A language not here gets no "complete":

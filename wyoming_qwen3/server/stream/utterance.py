@@ -22,13 +22,13 @@ import numpy as np
 from wyoming.audio import AudioChunk
 from wyoming.error import Error
 
-from ..backends.base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
-from ..backends.inference import EARLY, FINAL, STEP
-from ..model.format import SAMPLE_RATE
-from ..model.languages import language_code
+from ...backends.base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
+from ...backends.inference import EARLY, FINAL, STEP
+from ...model.format import SAMPLE_RATE
+from ...model.languages import language_code
+from ..settings import StreamLimits
 from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer
 from .emission_log import EmissionLog
-from .settings import StreamLimits
 from .silero import VadProcessError
 from .speech_activity import SpeechActivity
 from .transcript import Send, TranscriptSender

@@ -40,9 +40,9 @@ from enum import Enum
 
 import numpy as np
 
-from ..backends.base import FinalDelta, Speculation
-from ..model.format import SAMPLE_RATE
-from ..model.grammar import Judgement
+from ...backends.base import FinalDelta, Speculation
+from ...model.format import SAMPLE_RATE
+from ...model.grammar import Judgement
 from .audio import SPEECH_LEVEL_DBFS, loudest_frame_dbfs
 from .completeness import Commands, judge
 from .speech_activity import Heard

@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..model.format import SAMPLE_RATE
+from ...model.format import SAMPLE_RATE
 from .audio import SPEECH_LEVEL_DBFS
 from .silero import CHUNK_SAMPLES, LocalDetector
 

@@ -5,7 +5,7 @@ project's 2-core CPU, so at 12 streams the detector held the interpreter about
 half of every second, and the event loop and the inference thread waited for
 it (the server used 80% of one core of two, and answers came 600 ms late;
 2026-12-06). So the server runs one child process (``python -m
-wyoming_qwen3.server.silero``) that holds every stream's detector state; a
+wyoming_qwen3.server.stream.silero``) that holds every stream's detector state; a
 stream sends it all the whole chunks it has and gets back one probability
 each, over a pipe, while the server's threads run on. ``LocalDetector`` is
 the same detector in this process, for tools and tests.
