@@ -5,7 +5,7 @@ Event order for one utterance (Wyoming 1.10 streaming):
     client: transcribe -> audio-start -> audio-chunk ... -> audio-stop
     server: transcript-start -> transcript-chunk ... -> transcript -> transcript-stop
 
-The utterance itself (``utterance.Utterance``) buffers the audio, runs the
+The utterance itself (``stream.utterance.Utterance``) buffers the audio, runs the
 streaming steps and sends the transcript; this handler parses each event,
 keeps the order, and answers what cannot be served with an ``error`` event.
 While inference runs it keeps reading, so ``describe`` is answered and audio

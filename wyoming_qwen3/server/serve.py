@@ -62,8 +62,8 @@ def handler_config(
     home: HomeSource | None = None,
     names_bytes: int = QWEN3_ASR_NAMES_BYTES,
 ) -> HandlerConfig:
-    """The settings every connection shares (``commands``: what the turn's end is judged by, see ``turn``; ``home``:
-    where the home's names come from, and ``names_bytes`` how many the model's context holds)."""
+    """The settings every connection shares (``commands``: what the turn's end is judged by, see ``stream.turn``;
+    ``home``: where the home's names come from, and ``names_bytes`` how many the model's context holds)."""
     return HandlerConfig(
         default_language=default_language,
         context=args.context,
