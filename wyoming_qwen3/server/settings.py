@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..home.names import Home
-from .stream.turn import TurnSettings
+from .stream.turn import StreamLimits, TurnSettings
 
 
 class HomeSource(Protocol):
@@ -18,16 +18,6 @@ class HomeSource(Protocol):
 
     def refresh_soon(self) -> None:
         """A command begins: read the home again if the last read is stale, without waiting for it."""
-
-
-@dataclass(frozen=True)
-class StreamLimits:
-    """Bounds every utterance shares."""
-
-    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
-    max_audio_seconds: float
-    #: A stream with no audio for this long is finished as if audio-stop came.
-    audio_timeout_seconds: float
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,16 @@ class TurnSettings:
         }[judgement]
 
 
+@dataclass(frozen=True)
+class StreamLimits:
+    """Bounds every stream shares: its turn ends at them."""
+
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
+    max_audio_seconds: float
+    #: A stream with no audio for this long is finished as if audio-stop came.
+    audio_timeout_seconds: float
+
+
 class Phase(Enum):
     """Where an open turn stands with the silence after speech."""
 
@@ -163,10 +173,7 @@ class Turn:
     """One utterance's turn: its phase, and what it has taken of the stream."""
 
     settings: TurnSettings
-    #: The most samples a stream gives the model (``StreamLimits.max_audio_seconds``).
-    cap_samples: int
-    #: Without audio for this long (and no audio-stop) the turn ends.
-    audio_timeout_seconds: float
+    limits: StreamLimits
     #: When the turn began, in the clock the shell passes to ``take`` (its event loop's).
     started_at: float
     phase: Phase = Phase.HEARING
@@ -182,6 +189,11 @@ class Turn:
     early_pass: Speculation | None = None
 
     @property
+    def cap_samples(self) -> int:
+        """The most samples a stream gives the model."""
+        return int(self.limits.max_audio_seconds * SAMPLE_RATE)
+
+    @property
     def ended(self) -> bool:
         return self.end_reason is not None
 
@@ -193,7 +205,7 @@ class Turn:
     def idle_deadline(self) -> float:
         """When the turn ends for want of audio, if none comes before."""
         last = self.started_at if self.last_audio_at is None else self.last_audio_at
-        return last + self.audio_timeout_seconds
+        return last + self.limits.audio_timeout_seconds
 
     def take(self, samples: np.ndarray, now: float) -> np.ndarray:
         """Audio arrived at ``now``: the part the turn takes (none once it has ended, none past the cap)."""

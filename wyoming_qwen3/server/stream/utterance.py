@@ -26,13 +26,22 @@ from ...backends.base import Backend, FinalDelta, SessionOptions, Speculation, S
 from ...backends.inference import EARLY, FINAL, STEP
 from ...model.format import SAMPLE_RATE
 from ...model.languages import language_code
-from ..settings import StreamLimits
 from .audio import SPEECH_LEVEL_DBFS, AudioNormalizer
 from .emission_log import EmissionLog
 from .silero import VadProcessError
 from .speech_activity import SpeechActivity
 from .transcript import Send, TranscriptSender
-from .turn import UNSIFTED, Action, EndReason, FinalSource, Turn, TurnSettings, Verdict, final_from_early_pass
+from .turn import (
+    UNSIFTED,
+    Action,
+    EndReason,
+    FinalSource,
+    StreamLimits,
+    Turn,
+    TurnSettings,
+    Verdict,
+    final_from_early_pass,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -66,14 +75,8 @@ class Utterance:
         self._normalizer = normalizer
         self._options = options
         self._backend = backend
-        self._limits = limits
         self._client = client
-        self._turn = Turn(
-            turn or TurnSettings(),
-            cap_samples=int(limits.max_audio_seconds * SAMPLE_RATE),
-            audio_timeout_seconds=limits.audio_timeout_seconds,
-            started_at=loop.time(),
-        )
+        self._turn = Turn(turn or TurnSettings(), limits, started_at=loop.time())
         self._transcript = TranscriptSender(
             send,
             client,
@@ -263,7 +266,7 @@ class Utterance:
             await self._answered.wait()
             return
         if reason is EndReason.CAP:
-            cap = self._limits.max_audio_seconds
+            cap = self._turn.limits.max_audio_seconds
             _LOGGER.warning(
                 "%s: stream passed the %.0f s cap; sending the transcript of the first %.0f s", self._client, cap, cap
             )
@@ -271,7 +274,7 @@ class Utterance:
             _LOGGER.warning(
                 "%s: no audio for %.1f s and no audio-stop; sending the transcript so far",
                 self._client,
-                self._limits.audio_timeout_seconds,
+                self._turn.limits.audio_timeout_seconds,
             )
         try:
             await self._finish()
