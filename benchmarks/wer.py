@@ -15,7 +15,11 @@ server in 10 ms chunks as Home Assistant sends them. ``--set`` picks the set:
   Home Assistant (an entity for each of the set's 60 made-up names, the corpus's areas), its context holding
   ``--home-bytes`` of those names.
 
-Usage: script/benchmark wer [--set commands|named|mandarin|home] [--unrelated] [--home-bytes N] [--speed 1.0]
+``--synthesizer flite|festival`` speaks an English set with another synthesizer family than espeak-ng (its
+voices in turn, ``tools.speech.OTHER_VOICES``): speech unlike anything the demo model was trained on.
+
+Usage: script/benchmark wer [--set commands|named|mandarin|home] [--synthesizer flite|festival] [--unrelated]
+                            [--home-bytes N] [--speed 1.0]
                             [--limit N] [--model demo] [--quantize int8] [--json FILE] [--border-seconds S]
                             [--min-probability P] [--tuning-seed N] [--step-seconds S] [--encoder-window S]
                             [--stream-window S] [--trailing-noise]
@@ -39,7 +43,7 @@ from tools.corpus import AREAS, heldout_utterances, with_trailing_noise
 from tools.home_assistant import StandInHomeAssistant, home_of_names
 from tools.names import heldout_names, name_list
 from tools.server_process import ServerProcess, add_server_arguments, server_flags, start_server
-from tools.speech import as_speech, speak
+from tools.speech import OTHER_VOICES, as_speech, speak, speak_with
 from tools.wer import cer, normalize, wer
 from wyoming_qwen3.home.assistant import HomeAssistantLink
 from wyoming_qwen3.model.catalogue import resolve_model
@@ -153,8 +157,16 @@ def main() -> None:
         action="store_true",
         help="each command followed by 0-2.5 s of a room's noise (-70 dBFS), as a satellite streams it",
     )
+    parser.add_argument(
+        "--synthesizer",
+        choices=("espeak-ng", *OTHER_VOICES),
+        default="espeak-ng",
+        help="who speaks the set (default: espeak-ng, in the held-out voices); others speak English sets only",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.synthesizer != "espeak-ng" and args.set == "mandarin":
+        parser.error(f"{args.synthesizer} speaks no Mandarin: --set mandarin is espeak-ng's")
 
     model = resolve_model(args.model, [], Path("."))
     heldout = json.loads((model.path / "heldout.json").read_text())
@@ -163,7 +175,11 @@ def main() -> None:
         utterances = [{"text": t, "voice": v} for t, v in heldout_utterances(args.limit or 100, args.tuning_seed)]
     else:
         utterances = heldout[{"commands": "utterances", "home": "named"}.get(args.set, args.set)][: args.limit]
-    audio = [speak(u["text"], u["voice"], 165, 50) for u in utterances]
+    if args.synthesizer == "espeak-ng":
+        audio = [speak(u["text"], u["voice"], 165, 50) for u in utterances]
+    else:
+        voices = OTHER_VOICES[args.synthesizer]
+        audio = [speak_with(args.synthesizer, u["text"], voices[i % len(voices)]) for i, u in enumerate(utterances)]
     if args.trailing_noise:
         rng = np.random.default_rng(5)
         audio = [with_trailing_noise(a, rng.uniform(0, 2.5), rng) for a in audio]
@@ -204,6 +220,7 @@ def main() -> None:
         print(f"the context cuts the streamed WER on a home's own names from {without:.1%} to {with_names:.1%}")
     settings = {
         "set": args.set,
+        "synthesizer": args.synthesizer,
         "unrelated_bytes": _size(unrelated) if unrelated else 0,
         "home_size": args.home_size,
         "home_bytes": args.home_bytes,

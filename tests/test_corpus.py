@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
+import shutil
 
-from tools.corpus import HELDOUT_VOICES, augment, speak_timed
+import numpy as np
+import pytest
+
+from tools.corpus import FESTIVAL_VOICES, HELDOUT_VOICES, augment, speak_timed
 from tools.pauses import PAUSE_SECONDS, pause_corpus, paused_speech
-from tools.speech import speak
+from tools.speech import OTHER_VOICES, speak, speak_with
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 TEXT = "set the kitchen temperature to twenty five degrees"
@@ -110,3 +113,38 @@ def test_paused_training_speech_says_what_was_heard_before_the_pause() -> None:
         assert stopped.audio.shape[0] >= SAMPLE_RATE * 0.3 and whole.audio.shape[0] > stopped.audio.shape[0]
         characters = [c for c, _ in whole.word_starts]
         assert characters == sorted(characters) and all(TEXT[c - 1] == " " for c in characters[1:])
+
+
+needs_other_synthesizers = pytest.mark.skipif(
+    shutil.which("flite") is None or shutil.which("festival") is None,
+    reason="apt-get install flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts",
+)
+
+
+@needs_other_synthesizers
+@pytest.mark.parametrize("synthesizer", list(OTHER_VOICES))
+def test_other_synthesizers_speak_every_voice_repeatably(synthesizer: str) -> None:
+    """Speech unlike espeak-ng's, the same on every call, each voice its own."""
+    spoken = [speak_with(synthesizer, "turn on the kitchen lights", voice) for voice in OTHER_VOICES[synthesizer]]
+    for audio in spoken:
+        assert 1.0 < audio.shape[0] / SAMPLE_RATE < 3.5 and float(np.abs(audio).max()) > 0.1
+    assert np.array_equal(
+        spoken[0], speak_with(synthesizer, "turn on the kitchen lights", OTHER_VOICES[synthesizer][0])
+    )
+    assert len({audio.shape[0] for audio in spoken}) == len(spoken)
+
+
+@needs_other_synthesizers
+def test_festival_training_speech_has_its_words_times() -> None:
+    for voice in FESTIVAL_VOICES:
+        speech = speak_timed(TEXT, voice, 165, 60)
+        characters = [c for c, _ in speech.word_starts]
+        assert [TEXT[c:].split()[0] for c in characters] == TEXT.split()
+        starts = [t for _, t in speech.word_starts]
+        assert starts == sorted(starts) and all(s < e for s, e in zip(starts, speech.ends, strict=True))
+        assert speech.ends[-1] <= speech.audio.shape[0] / SAMPLE_RATE
+        # The first word's span holds speech; the silence festival puts before it does not.
+        first = speech.audio[int(starts[0] * SAMPLE_RATE) : int(speech.ends[0] * SAMPLE_RATE)]
+        assert float(np.abs(first).max()) > 0.05 > float(np.abs(speech.audio[: int(0.05 * SAMPLE_RATE)]).max())
+        prefix, heard = speech.cut_inside_word(np.random.default_rng(3))
+        assert TEXT.startswith(heard) and prefix.shape[0] < speech.audio.shape[0]

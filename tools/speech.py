@@ -4,13 +4,15 @@ One way to speak, so that every figure and test hears the same audio for the
 same words: ``speak`` gives 16 kHz mono float32 samples (the same on every
 call: sox runs without dither), ``speak_pcm`` 16-bit PCM in any format sox
 writes (for the server's format conversion), and ``pcm16`` turns samples into
-what a Wyoming client sends.
+what a Wyoming client sends. ``speak_with`` speaks with another synthesizer
+family (flite, festival), to measure on speech unlike the demo model's training.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import wave
 from dataclasses import dataclass
 from io import BytesIO
@@ -70,6 +72,32 @@ def trimmed(samples: np.ndarray, floor: float = 0.02) -> np.ndarray:
     """The samples from the first to the last one above ``floor``: speech without espeak-ng's own silence
     around it (up to 0.3 s at each end, which would lengthen any pause put between two parts)."""
     return samples[loud_span(samples, floor)]
+
+
+#: Synthesizer families other than espeak-ng, and their voices (Debian: flite; festival with festvox-kallpc16k,
+#: festvox-kdlpc16k and festvox-us-slt-hts): diphone (kal16, kal_diphone, ked_diphone), unit selection (awb, rms,
+#: slt) and statistical parametric (cmu_us_slt_arctic_hts) speech.
+OTHER_VOICES: dict[str, tuple[str, ...]] = {
+    "flite": ("kal16", "awb", "rms", "slt"),
+    "festival": ("kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"),
+}
+
+
+def speak_with(synthesizer: str, text: str, voice: str) -> np.ndarray:
+    """``text`` spoken by ``synthesizer`` (a key of OTHER_VOICES) in ``voice``, at 16 kHz mono float32."""
+    if shutil.which("flite" if synthesizer == "flite" else "text2wave") is None:
+        raise RuntimeError(f"{synthesizer} needed: apt-get install flite festival festvox-kallpc16k festvox-kdlpc16k")
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/speech.wav"
+        if synthesizer == "flite":
+            subprocess.run(["flite", "-voice", voice, "-t", text, "-o", path], check=True, capture_output=True)
+        elif synthesizer == "festival":
+            command = ["text2wave", "-eval", f"(voice_{voice})", "-o", path]
+            subprocess.run(command, input=text.encode(), check=True, capture_output=True)
+        else:
+            raise ValueError(f"no synthesizer {synthesizer!r} (known: {', '.join(OTHER_VOICES)})")
+        with open(path, "rb") as wav:
+            return to_16khz(["-t", "wav"], wav.read())
 
 
 def speak_pcm(text: str, *sox_args: str, voice: str = "en-us") -> Speech:

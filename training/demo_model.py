@@ -30,6 +30,7 @@ from tools.corpus import (
     AREAS,
     CHINESE,
     DEVICES,
+    FESTIVAL_VOICES,
     HELDOUT_VOICES,
     MANDARIN_TRAIN_VOICES,
     TEMPLATES,
@@ -46,7 +47,7 @@ from tools.corpus import (
 from tools.names import heldout_named, heldout_names, name_list, named_command, respelled, training_name
 from tools.pauses import pause_corpus, paused_speech
 from tools.random_model import ModelShape, build_tokenizer, create_model, create_processor
-from tools.speech import speak, trimmed
+from tools.speech import OTHER_VOICES, speak, speak_with, trimmed
 from tools.wer import cer, wer
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -346,6 +347,13 @@ def main() -> None:
         "--named", type=float, default=0.0, help="fraction of English commands that say a made-up name (default: 0)"
     )
     parser.add_argument(
+        "--festival",
+        type=float,
+        default=0.0,
+        help="fraction of English utterances spoken by festival's voices, not espeak-ng's (default: 0); flite, "
+        "another family, stays held out for the card's check",
+    )
+    parser.add_argument(
         "--frozen-encoder",
         action="store_true",
         help="train the decoder alone on audio embeddings computed once: a step takes a third of the time "
@@ -386,11 +394,15 @@ def main() -> None:
     english = args.train - args.mandarin
     salad = int(english * args.salad)
     named = int((english - salad) * args.named)
-    scripts = [Script(c.text, rng.choice(train_voices)) for c in commands(english - salad - named, False, args.seed)]
-    scripts += [Script(t, rng.choice(train_voices)) for t in word_salad(salad, args.seed + 3)]
+
+    def english_voice() -> str:
+        return rng.choice(FESTIVAL_VOICES if rng.random() < args.festival else train_voices)
+
+    scripts = [Script(c.text, english_voice()) for c in commands(english - salad - named, False, args.seed)]
+    scripts += [Script(t, english_voice()) for t in word_salad(salad, args.seed + 3)]
     names_rng, exclude = random.Random(args.seed + 5), frozenset(heldout_names())
     for command in (named_command(training_name(names_rng, exclude), names_rng) for _ in range(named)):
-        scripts.append(Script(command.command.text, rng.choice(train_voices), name=command.name))
+        scripts.append(Script(command.command.text, english_voice(), name=command.name))
     mandarin_salad = int(args.mandarin * args.salad)
     mandarin = [c.text for c in commands(args.mandarin - mandarin_salad, False, args.seed, CHINESE)]
     mandarin += word_salad(mandarin_salad, args.seed + 4, CHINESE)
@@ -438,6 +450,11 @@ def main() -> None:
     spoken = {t: speak(t, v, 165, 50) for t, v in heldout_pairs}
     heldout = [Example(torch.zeros(0), t, v) for t, v in heldout_pairs]
     heldout_wer = evaluate(qwen, heldout, lambda e: spoken[e.text])
+    # Another synthesizer family, never trained on: flite's voices in turn.
+    flite = OTHER_VOICES["flite"]
+    by_flite = {t: speak_with("flite", t, flite[i % len(flite)]) for i, (t, _) in enumerate(heldout_pairs)}
+    flite_wer = evaluate(qwen, heldout, lambda e: by_flite[e.text])
+    print(f"held out: espeak-ng voices {heldout_wer:.1%} WER, flite {flite_wer:.1%}", flush=True)
     trailing = np.random.default_rng(5)
     noisy = {t: with_trailing_noise(a, trailing.uniform(0, 2.5), trailing) for t, a in spoken.items()}
     trailing_wer = evaluate(qwen, heldout, lambda e: noisy[e.text])
@@ -528,6 +545,9 @@ def main() -> None:
         "steps": step,
         "minutes": round((time.time() - train_began) / 60, 1),
         "heldout_wer_offline": round(heldout_wer, 4),
+        "heldout_wer_offline_flite": round(flite_wer, 4),
+        "festival_fraction": args.festival,
+        "festival_voices": FESTIVAL_VOICES,
         "heldout_wer_offline_trailing_noise_0_2_5_s": round(trailing_wer, 4),
         "heldout_wer_offline_words_before_a_pause": round(heads_wer, 4),
         "heldout_wer_offline_paused_anywhere": round(paused_wer, 4),
