@@ -72,7 +72,7 @@ class Listener:
 
 def a_turn(settings: TurnSettings | None = None, loud: bool = True, cap_seconds: float = 30.0) -> Listener:
     """A turn that has taken 0.1 s of audio (at the speech level where ``loud``), at time 0."""
-    turn = Turn(settings or TurnSettings(), StreamLimits(cap_seconds, audio_timeout_seconds=2.0), started_at=0.0)
+    turn = Turn(settings or TurnSettings(), StreamLimits(cap_seconds, audio_timeout_seconds=2.0), last_audio_at=0.0)
     turn.take(np.full(SAMPLE_RATE // 10, 0.1 if loud else 1e-5, np.float32), now=0.0)
     return Listener(turn)
 
@@ -255,7 +255,7 @@ def test_the_audio_timeout_counts_from_the_last_audio() -> None:
 
 
 def test_a_stream_that_never_sends_audio_times_out_from_its_start() -> None:
-    turn = Turn(TurnSettings(), StreamLimits(1.0, audio_timeout_seconds=2.0), started_at=5.0)
+    turn = Turn(TurnSettings(), StreamLimits(1.0, audio_timeout_seconds=2.0), last_audio_at=5.0)
     assert turn.idle_deadline == 7.0 and turn.timed_out(7.0)
 
 

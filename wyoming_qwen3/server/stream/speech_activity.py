@@ -150,10 +150,6 @@ class SpeechActivity:
         return CHUNK_SAMPLES - self._rest.shape[0]
 
     @property
-    def heard_speech(self) -> bool:
-        return self.speech_end is not None
-
-    @property
-    def silence_seconds(self) -> float:
-        """Seconds since the last speech (0 before any)."""
-        return 0.0 if self.speech_end is None else (self.samples - self.speech_end) / SAMPLE_RATE
+    def silence_seconds(self) -> float | None:
+        """Seconds since the last speech (None before any)."""
+        return None if self.speech_end is None else (self.samples - self.speech_end) / SAMPLE_RATE

@@ -112,6 +112,10 @@ class Phase(Enum):
     UNHELD = "unheld"
 
 
+#: The phases in which audio is held back.
+_HELD = frozenset({Phase.HOLDING, Phase.EARLY_PASS})
+
+
 class Action(Enum):
     """What the turn says happens next."""
 
@@ -174,14 +178,13 @@ class Turn:
 
     settings: TurnSettings
     limits: StreamLimits
-    #: When the turn began, in the clock the shell passes to ``take`` (its event loop's).
-    started_at: float
+    #: When audio last came (the turn's start until some does), in the clock the shell passes to ``take``.
+    last_audio_at: float
     phase: Phase = Phase.HEARING
     #: Set once the turn has ended: the final transcript is due (or the stream was dropped).
     end_reason: EndReason | None = None
-    #: Samples taken, and when the last came.
+    #: Samples taken.
     received_samples: int = 0
-    last_audio_at: float | None = None
     #: Set once any 10 ms frame reached SPEECH_LEVEL_DBFS; until then no step runs.
     speech_level_reached: bool = False
     #: In the EARLY_PASS phase: whether the early pass has finished, and its transcript (None: it failed).
@@ -204,8 +207,7 @@ class Turn:
     @property
     def idle_deadline(self) -> float:
         """When the turn ends for want of audio, if none comes before."""
-        last = self.started_at if self.last_audio_at is None else self.last_audio_at
-        return last + self.limits.audio_timeout_seconds
+        return self.last_audio_at + self.limits.audio_timeout_seconds
 
     def take(self, samples: np.ndarray, now: float) -> np.ndarray:
         """Audio arrived at ``now``: the part the turn takes (none once it has ended, none past the cap)."""
@@ -222,7 +224,7 @@ class Turn:
         """Where one chunk goes, once the VAD has heard it: (FEED,), (HOLD,), or the held audio released before it
         (RELEASE, FEED), the early pass first thrown away if there is one. Routed after the end too: the VAD's
         batch under way at the end goes to the final pass."""
-        heard, held = verdict.heard, self.phase in (Phase.HOLDING, Phase.EARLY_PASS)
+        heard = verdict.heard
         silent_long = (
             self.phase is not Phase.UNHELD
             and verdict.silence_before is not None
@@ -235,17 +237,14 @@ class Turn:
         # words, 4 of them a word short: the demo model needs the room after a soft word; script/benchmark
         # soft-tail.)
         if heard.speech or (silent_long and heard.possible_speech):
-            actions = (Action.DISCARD_EARLY_PASS,) if self.phase is Phase.EARLY_PASS else ()
             if heard.speech and not heard.soft:
                 # Speech as loud as the speaker's: the holding goes on (the onset of a word that resumes a pause is
                 # possible speech before Silero calls it speech; it ended the holding in 73 of 100 paused commands,
                 # and with it the early pass: those turns waited the longer silence, 1354 ms at the median).
-                self._enter(Phase.HEARING)
-            elif silent_long:  # possible speech, or soft speech, after a pause the model was spared
-                self._enter(Phase.UNHELD)
-            elif held:
-                self._enter(Phase.HEARING)
-            return (*actions, Action.RELEASE, Action.FEED) if held else (*actions, Action.FEED)
+                return self._released_into(Phase.HEARING)
+            if silent_long:  # possible speech, or soft speech, after a pause the model was spared
+                return self._released_into(Phase.UNHELD)
+            return self._released_into(Phase.HEARING if self.phase in _HELD else self.phase)
         if silent_long:
             if self.phase is Phase.HEARING:
                 self._enter(Phase.HOLDING)
@@ -297,11 +296,7 @@ class Turn:
     def release_unheard(self) -> tuple[Action, ...]:
         """At the end, for audio the VAD never reached (a client faster than real time): it goes to the final pass
         unsifted, the pause held before it too, so that the model hears the stream whole; no early pass covers it."""
-        actions = (Action.DISCARD_EARLY_PASS,) if self.phase is Phase.EARLY_PASS else ()
-        held = self.phase in (Phase.HOLDING, Phase.EARLY_PASS)
-        if held:
-            self._enter(Phase.HEARING)
-        return (*actions, Action.RELEASE, Action.FEED) if held else (*actions, Action.FEED)
+        return self._released_into(Phase.HEARING if self.phase in _HELD else self.phase)
 
     @property
     def final_source(self) -> FinalSource:
@@ -309,6 +304,13 @@ class Turn:
         if not self.speech_level_reached:
             return FinalSource.NOTHING_TO_DECODE
         return FinalSource.EARLY_PASS if self.phase is Phase.EARLY_PASS else FinalSource.FINAL_PASS
+
+    def _released_into(self, phase: Phase) -> tuple[Action, ...]:
+        """Into ``phase``, the chunk fed after whatever was held back, the early pass first thrown away if one ran."""
+        discard = (Action.DISCARD_EARLY_PASS,) if self.phase is Phase.EARLY_PASS else ()
+        release = (Action.RELEASE,) if self.phase in _HELD else ()
+        self._enter(phase)
+        return (*discard, *release, Action.FEED)
 
     def _enter(self, phase: Phase) -> None:
         self.phase = phase

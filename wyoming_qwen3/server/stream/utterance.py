@@ -76,7 +76,7 @@ class Utterance:
         self._options = options
         self._backend = backend
         self._client = client
-        self._turn = Turn(turn or TurnSettings(), limits, started_at=loop.time())
+        self._turn = Turn(turn or TurnSettings(), limits, last_audio_at=loop.time())
         self._transcript = TranscriptSender(
             send,
             client,
@@ -167,9 +167,7 @@ class Utterance:
             if self._turn.ended:
                 self._unheard[:0] = batch[len(verdicts) :]  # not reached: to the final pass, unsifted
                 return
-            activity = self._activity
-            silence = activity.silence_seconds if activity.heard_speech else None
-            if (reason := self._turn.endpoint(activity.samples, silence)) is not None:
+            if (reason := self._turn.endpoint(self._activity.samples, self._activity.silence_seconds)) is not None:
                 await self.finish(reason)
                 return
             self._start_next_work()
@@ -181,7 +179,7 @@ class Utterance:
         for samples in batch:
             if self._turn.ended:
                 break
-            silence = activity.silence_seconds if activity.heard_speech else None
+            silence = activity.silence_seconds  # before this chunk
             verdicts.append(Verdict(activity.add(samples), silence_before=silence))
         return verdicts
 
