@@ -32,13 +32,12 @@ from typing import Any
 
 from ..model.grammar import Judgement
 from ..model.languages import language_code
+from ..model.text_units import is_unspaced
 from .names import Home
 
 _LOGGER = logging.getLogger(__name__)
 
 _PUNCTUATION = re.compile(r"[-.,!?;:。，、！？；：\"“”]")
-#: Home Assistant's languages written without spaces between words.
-_UNSPACED = ("zh", "ja", "th")
 #: Home Assistant's code for a language where it is not the Wyoming one: its Hong Kong Chinese is Cantonese.
 _HOME_ASSISTANT_CODES = {"yue": "zh-HK"}
 
@@ -87,7 +86,10 @@ class Templates:
         if data is None:
             raise CommandsUnavailableError(f"home-assistant-intents has no data for '{language}'")
         intents = Intents.from_dict(data)
-        unspaced = language.lower().startswith(_UNSPACED)
+        # Written without spaces where its sentences are (Chinese, Japanese, Thai: the same 3 of Home Assistant's 65
+        # languages as their codes say).
+        sentences = (text for intent in data["intents"].values() for d in intent["data"] for text in d["sentences"])
+        unspaced = any(is_unspaced(character) for text in sentences for character in text)
         fst = intents_to_fst(intents)
         arcs: dict[int, list[tuple[str, int]]] = defaultdict(list)
         for state, outgoing in fst.arcs.items():
@@ -139,9 +141,6 @@ class Commands:
             for label, target in templates.arcs.get(state, ())
         )
         return Judgement.CONTINUES if longer else Judgement.COMPLETE
-
-    def is_command(self, text: str) -> bool:
-        return self.judge(text) is not Judgement.INCOMPLETE
 
     def _ends(self, spoken: str) -> set[int]:
         """The states that the whole of ``spoken`` leads to."""
