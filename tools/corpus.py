@@ -13,15 +13,13 @@ import functools
 import json
 import random
 import re
-import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tools.speech import OTHER_VOICES, to_16khz, trimmed
+from tools.speech import OTHER_VOICES, festival_wav, to_16khz, trimmed
 from wyoming_qwen3.home.names import Area, Entity, Home
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -292,27 +290,15 @@ def speak_timed(text: str, voice: str, speed: int, pitch: int) -> Speech:
 
 
 def festival_timed(text: str, voice: str, speed: int, pitch: int) -> Speech:
-    """festival speech of ``text`` with its words' times (festival's own Word items), ``speed`` in espeak-ng's
-    words a minute (its 175 is festival's own pace) and ``pitch`` 0-100 (50: the voice's own; sox shifts it by
-    up to 3 semitones)."""
+    """festival speech of ``text`` with its words' times (festival's own Word items): ``speed`` in espeak-ng's
+    words a minute as festival's Duration_Stretch 175 / ``speed`` (1 at espeak-ng's default 175, where the
+    diphone voices' own is 1.1), ``pitch`` 0-100 (50: the voice's own; sox shifts it by up to 3 semitones)."""
     words = text.split()
-    with tempfile.TemporaryDirectory() as folder:
-        script = (
-            f"(voice_{voice})(Parameter.set 'Duration_Stretch {175 / speed:.3f})"
-            f'(set! utt (utt.synth (Utterance Text "{text.replace(chr(34), "")}")))'
-            f'(utt.save.wave utt "{folder}/speech.wav" \'riff)'
-            '(mapcar (lambda (w) (format t "%f %f\\n" (item.feat w "word_start") (item.feat w "word_end")))'
-            " (utt.relation.items utt 'Word))"
-        )
-        Path(folder, "speech.scm").write_text(script)
-        printed = subprocess.run(["festival", "-b", f"{folder}/speech.scm"], check=True, capture_output=True, text=True)
-        wav = Path(folder, "speech.wav").read_bytes()
-    times = [tuple(float(v) for v in line.split()) for line in printed.stdout.splitlines() if line.strip()]
+    wav, times = festival_wav(text, voice, 175 / speed)
     if len(times) != len(words):  # festival split or joined a token: one span for the whole
         times = [(times[0][0], times[-1][1])] if times else [(0.0, 0.0)]
         words = [text]
-    effects = ["pitch", str((pitch - 50) * 6)] if pitch != 50 else []
-    audio = to_16khz(["-t", "wav"], wav) if not effects else _sox_effects(wav, effects)
+    audio = to_16khz(["-t", "wav"], wav, ["pitch", str((pitch - 50) * 6)] if pitch != 50 else None)
     offsets, at = [], 0
     for word in words:
         at = text.index(word, at)
@@ -320,13 +306,6 @@ def festival_timed(text: str, voice: str, speed: int, pitch: int) -> Speech:
         at += len(word)
     return Speech(text, audio, [(o, start) for o, (start, _) in zip(offsets, times, strict=True)],
                   tuple(end for _, end in times))  # fmt: skip
-
-
-def _sox_effects(wav: bytes, effects: list[str]) -> np.ndarray:
-    output = ["-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", "-"]
-    command = ["sox", "-D", "-t", "wav", "-", *output, *effects]
-    raw = subprocess.run(command, input=wav, check=True, capture_output=True)
-    return np.frombuffer(raw.stdout, dtype="<i2").astype(np.float32) / 32768.0
 
 
 def augment(speech: Speech, rng: np.random.Generator) -> Speech:

@@ -16,6 +16,7 @@ import tempfile
 import wave
 from dataclasses import dataclass
 from io import BytesIO
+from pathlib import Path
 
 import numpy as np
 
@@ -49,10 +50,11 @@ def espeak_wav(text: str, voice: str = "en-us", speed: int = 175, pitch: int = 5
     return subprocess.run(command, check=True, capture_output=True).stdout
 
 
-def to_16khz(input_format: list[str], data: bytes) -> np.ndarray:
-    """Audio of any format sox reads (``input_format``: its options for the input) as 16 kHz mono float32."""
+def to_16khz(input_format: list[str], data: bytes, effects: list[str] | None = None) -> np.ndarray:
+    """Audio of any format sox reads (``input_format``: its options for the input) as 16 kHz mono float32, through
+    sox's ``effects`` if any."""
     # No dither (-D): sox's dither made the same speech differ from run to run.
-    output = ["-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", "-"]
+    output = ["-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", "-", *(effects or [])]
     raw = subprocess.run(["sox", "-D", *input_format, "-", *output], input=data, check=True, capture_output=True)
     return np.frombuffer(raw.stdout, dtype="<i2").astype(np.float32) / 32768.0
 
@@ -85,19 +87,34 @@ OTHER_VOICES: dict[str, tuple[str, ...]] = {
 
 def speak_with(synthesizer: str, text: str, voice: str) -> np.ndarray:
     """``text`` spoken by ``synthesizer`` (a key of OTHER_VOICES) in ``voice``, at 16 kHz mono float32."""
-    if shutil.which("flite" if synthesizer == "flite" else "text2wave") is None:
+    if synthesizer not in OTHER_VOICES:
+        raise ValueError(f"no synthesizer {synthesizer!r} (known: {', '.join(OTHER_VOICES)})")
+    if shutil.which(synthesizer) is None:
         raise RuntimeError(f"{synthesizer} needed: apt-get install flite festival festvox-kallpc16k festvox-kdlpc16k")
+    if synthesizer == "festival":
+        return to_16khz(["-t", "wav"], festival_wav(text, voice)[0])
     with tempfile.TemporaryDirectory() as folder:
-        path = f"{folder}/speech.wav"
-        if synthesizer == "flite":
-            subprocess.run(["flite", "-voice", voice, "-t", text, "-o", path], check=True, capture_output=True)
-        elif synthesizer == "festival":
-            command = ["text2wave", "-eval", f"(voice_{voice})", "-o", path]
-            subprocess.run(command, input=text.encode(), check=True, capture_output=True)
-        else:
-            raise ValueError(f"no synthesizer {synthesizer!r} (known: {', '.join(OTHER_VOICES)})")
-        with open(path, "rb") as wav:
-            return to_16khz(["-t", "wav"], wav.read())
+        path = Path(folder, "speech.wav")
+        subprocess.run(["flite", "-voice", voice, "-t", text, "-o", str(path)], check=True, capture_output=True)
+        return to_16khz(["-t", "wav"], path.read_bytes())
+
+
+def festival_wav(text: str, voice: str, duration_stretch: float | None = None) -> tuple[bytes, list[tuple[float, ...]]]:
+    """festival's own WAV of ``text`` in ``voice``, and each of its Word items' (start, end) seconds;
+    ``duration_stretch`` over the voice's own (None: its own, 1.1 for the diphone voices, 1 for the HTS one)."""
+    stretch = "" if duration_stretch is None else f"(Parameter.set 'Duration_Stretch {duration_stretch:.3f})"
+    with tempfile.TemporaryDirectory() as folder:
+        script = (
+            f"(voice_{voice}){stretch}"
+            f'(set! utt (utt.synth (Utterance Text "{text.replace(chr(34), "")}")))'
+            f'(utt.save.wave utt "{folder}/speech.wav" \'riff)'
+            '(mapcar (lambda (w) (format t "%f %f\\n" (item.feat w "word_start") (item.feat w "word_end")))'
+            " (utt.relation.items utt 'Word))"
+        )
+        Path(folder, "speech.scm").write_text(script)
+        printed = subprocess.run(["festival", "-b", f"{folder}/speech.scm"], check=True, capture_output=True, text=True)
+        wav = Path(folder, "speech.wav").read_bytes()
+    return wav, [tuple(float(v) for v in line.split()) for line in printed.stdout.splitlines() if line.strip()]
 
 
 def speak_pcm(text: str, *sox_args: str, voice: str = "en-us") -> Speech:
