@@ -40,9 +40,11 @@ class SoftTail:
     tail_start: int
 
 
-def corpus(count: int, seed: int = 0, softer_db: tuple[float, float] = (20.0, 30.0)) -> list[SoftTail]:
+def corpus(
+    count: int, seed: int = 0, softer_db: tuple[float, float] = (20.0, 30.0), pause: tuple[float, float] = (0.3, 0.8)
+) -> list[SoftTail]:
     """The first ``count`` held-out commands with more than one word group, their last one 20-30 dB (``softer_db``)
-    softer after a 0.3-0.8 s pause."""
+    softer after a 0.3-0.8 s pause (``pause``; 0 0: none, the soft word straight after the rest)."""
     utterances = heldout_commands()
     rng = np.random.default_rng(seed)
     made = []
@@ -50,7 +52,7 @@ def corpus(count: int, seed: int = 0, softer_db: tuple[float, float] = (20.0, 30
         speech = speak_timed(utterance["text"], utterance["voice"], 165, 50)
         if len(speech.word_starts) < 2:
             continue
-        pause, softer = float(rng.uniform(0.3, 0.8)), float(rng.uniform(*softer_db))
+        pause, softer = float(rng.uniform(*pause)), float(rng.uniform(*softer_db))
         audio, tail_start = with_soft_last_word(speech, pause, softer, seed + index)
         made.append(SoftTail(utterance["text"], utterance["voice"], pause, softer, audio, tail_start))
         if len(made) == count:
