@@ -10,6 +10,7 @@ import pytest
 from tools.corpus import FESTIVAL_VOICES, HELDOUT_VOICES, augment, speak_timed
 from tools.pauses import PAUSE_SECONDS, pause_corpus, paused_speech
 from tools.speech import OTHER_VOICES, speak, speak_with
+from training.demo_model import warped, with_last_word_softer
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 TEXT = "set the kitchen temperature to twenty five degrees"
@@ -148,3 +149,31 @@ def test_festival_training_speech_has_its_words_times() -> None:
         assert float(np.abs(first).max()) > 0.05 > float(np.abs(speech.audio[: int(0.05 * SAMPLE_RATE)]).max())
         prefix, heard = speech.cut_inside_word(np.random.default_rng(3))
         assert TEXT.startswith(heard) and prefix.shape[0] < speech.audio.shape[0]
+
+
+def test_warped_training_speech_keeps_each_word_at_its_place_in_the_audio() -> None:
+    """A word's time scales with the audio: a cut at a word's start hears the same speech before and after."""
+    speech = speak_timed(TEXT, "en-us", 160, 50)
+    for factor in (0.85, 1.15):
+        faster = warped(speech, factor)
+        assert abs(faster.audio.shape[0] - speech.audio.shape[0] / factor) <= 1
+        for (c, t), (c2, t2) in zip(speech.word_starts, faster.word_starts, strict=True):
+            assert c == c2 and abs(t2 - t / factor) < 1e-9
+        # Louder and quieter parts stay where the times say: the energy before each word start is the same share.
+        for (_, t), (_, t2) in zip(speech.word_starts, faster.word_starts, strict=True):
+            share = energy(speech.audio[: int(t * SAMPLE_RATE)]) / energy(speech.audio)
+            share2 = energy(faster.audio[: int(t2 * SAMPLE_RATE)]) / energy(faster.audio)
+            assert abs(share - share2) < 0.02
+
+
+def test_a_softer_last_word_is_softer_from_its_start_and_the_rest_is_untouched() -> None:
+    speech = speak_timed(TEXT, "en-us", 160, 50)
+    at = int(speech.word_starts[-1][1] * SAMPLE_RATE)
+    softer = with_last_word_softer(speech, 20.0)
+    assert np.array_equal(softer.audio[:at], speech.audio[:at])
+    assert np.allclose(softer.audio[at:], speech.audio[at:] * 0.1, atol=1e-7)
+    assert softer.word_starts == speech.word_starts
+
+
+def energy(samples: np.ndarray) -> float:
+    return float(np.sum(samples.astype(np.float64) ** 2))
