@@ -30,7 +30,7 @@ from wyoming_qwen3.server.stream.turn import TurnSettings
 from wyoming_qwen3.server.stream.utterance import Send, Utterance
 
 from .conftest import SCRIPT_TEXT, serving
-from .test_scheduling import SlowBackend
+from .test_scheduling import STEP_SECONDS, SlowBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -194,10 +194,12 @@ def test_an_emission_log_that_cannot_be_written_costs_the_client_nothing(
 
 def test_a_client_that_leaves_mid_step_ends_the_step_at_once() -> None:
     """The one inference thread is shared: a step for a client that left must not hold it (2-3 s of CPU
-    on the 0.6B shape); a step ends at its next token once told, as simulkv's does."""
+    on the 0.6B shape); a step ends at its next token once told, as simulkv's does. Only the server's
+    telling sets the event (a step left alone returns after STEP_SECONDS without it), so the check waits
+    on the event, not on the clock: under a loaded CI the clock gave 0.578 s against a 0.5 s bound."""
     backend = SlowBackend()
 
-    async def main() -> float:
+    async def main() -> bool:
         async with serving(backend) as port:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             stream = io.BytesIO()
@@ -207,15 +209,12 @@ def test_a_client_that_leaves_mid_step_ends_the_step_at_once() -> None:
             await writer.drain()
             while not (backend.sessions and backend.sessions[0].calls):
                 await asyncio.sleep(0.01)  # a step is under way
-            started = asyncio.get_running_loop().time()
             writer.transport.abort()
-            told = await asyncio.to_thread(backend.sessions[0].speaker_finished.wait, 0.5)
-            assert told, "the step was left to run on"
-            return asyncio.get_running_loop().time() - started
+            return await asyncio.to_thread(backend.sessions[0].speaker_finished.wait, 3 * STEP_SECONDS)
 
-    elapsed = asyncio.run(main())
+    told = asyncio.run(main())
     backend.executor.shutdown()
-    assert elapsed < 0.5
+    assert told, "the step was left to run on"
 
 
 # -- the VAD's detectors, reused --------------------------------------------------------------
