@@ -7,10 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from tools.corpus import FESTIVAL_VOICES, HELDOUT_VOICES, augment, speak_timed
+from tools.corpus import FESTIVAL_VOICES, HELDOUT_VOICES, augment, speak_timed, warped, with_last_word_softer
 from tools.pauses import PAUSE_SECONDS, pause_corpus, paused_speech
 from tools.speech import OTHER_VOICES, speak, speak_with
-from training.demo_model import warped, with_last_word_softer
 from wyoming_qwen3.model.format import SAMPLE_RATE
 
 TEXT = "set the kitchen temperature to twenty five degrees"

@@ -363,6 +363,23 @@ def room(seconds: float, rng: np.random.Generator, dbfs: float = ROOM_DBFS) -> n
     return rng.normal(0, 10 ** (dbfs / 20), int(seconds * SAMPLE_RATE)).astype(np.float32)
 
 
+def warped(speech: Speech, factor: float) -> Speech:
+    """The speech resampled to play ``factor`` times as fast: pitch and formants ``factor`` times as high."""
+    length = int(speech.audio.shape[0] / factor)
+    audio = np.interp(np.arange(length) * factor, np.arange(speech.audio.shape[0]), speech.audio).astype(np.float32)
+    ends = tuple(t / factor for t in speech.word_ends) if speech.word_ends is not None else None
+    return Speech(speech.text, audio, [(c, t / factor) for c, t in speech.word_starts], ends)
+
+
+def with_last_word_softer(speech: Speech, softer_db: float) -> Speech:
+    """The speech with its last word group ``softer_db`` quieter in place, with no pause before it: for training,
+    where the word times must hold (``with_soft_last_word`` cuts a pause in and trims the parts)."""
+    at = int(speech.word_starts[-1][1] * SAMPLE_RATE)
+    audio = speech.audio.copy()
+    audio[at:] *= 10 ** (-softer_db / 20)
+    return Speech(speech.text, audio, speech.word_starts, speech.word_ends)
+
+
 def with_soft_last_word(speech: Speech, pause_seconds: float, softer_db: float, seed: int) -> tuple[np.ndarray, int]:
     """The command, a pause of a room's noise, then its last word group ``softer_db`` softer, over the room;
     and the sample where that word group starts.

@@ -36,12 +36,13 @@ from tools.corpus import (
     TEMPLATES,
     TRAIN_ACCENTS,
     TRAIN_VARIANTS,
-    Speech,
     augment,
     commands,
     heldout_utterances,
     speak_timed,
     split_before_first_slot,
+    warped,
+    with_last_word_softer,
     with_trailing_noise,
     word_salad,
 )
@@ -168,22 +169,6 @@ def tokenizer_corpus() -> list[str]:
     words = " ".join(TEMPLATES + AREAS + DEVICES).replace("{", " ").replace("}", " ")
     numbers = "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty"
     return [words, numbers, "language English", "sixty seventy eighty ninety degrees percent minutes"] * 4
-
-
-def warped(speech: Speech, factor: float) -> Speech:
-    """The speech resampled to play ``factor`` times as fast: pitch and formants ``factor`` times as high."""
-    length = int(speech.audio.shape[0] / factor)
-    audio = np.interp(np.arange(length) * factor, np.arange(speech.audio.shape[0]), speech.audio).astype(np.float32)
-    ends = tuple(t / factor for t in speech.word_ends) if speech.word_ends is not None else None
-    return Speech(speech.text, audio, [(c, t / factor) for c, t in speech.word_starts], ends)
-
-
-def with_last_word_softer(speech: Speech, softer_db: float) -> Speech:
-    """The speech with its last word group ``softer_db`` quieter, with no pause before it."""
-    at = int(speech.word_starts[-1][1] * SAMPLE_RATE)
-    audio = speech.audio.copy()
-    audio[at:] *= 10 ** (-softer_db / 20)
-    return Speech(speech.text, audio, speech.word_starts, speech.word_ends)
 
 
 def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, augmented: bool) -> list[Example]:
@@ -366,8 +351,8 @@ def card_checks(
     # a repeated text was scored in the last voice that spoke it, and flite's 18.4% read 9.9%.)
     flite = OTHER_VOICES["flite"]
     by_flite = [speak_with("flite", t, flite[i % len(flite)]) for i, t in enumerate(texts)]
-    # The last word group 20-30 dB softer with no pause before it, as script/benchmark soft-tail --pause 0 0
-    # speaks it.
+    # The last word group 20-30 dB softer in place, with no pause before it (script/benchmark soft-tail --pause 0 0
+    # also trims espeak-ng's silence at the join and lays a room under the word: tools.corpus.with_soft_last_word).
     soft_db = np.random.default_rng(7)
     softened = [
         with_last_word_softer(speak_timed(t, v, 165, 50), float(soft_db.uniform(20, 30))).audio
