@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tools.corpus import FESTIVAL_VOICES, HELDOUT_VOICES, augment, speak_timed, warped, with_last_word_softer
+from tools.corpus import FESTIVAL_VOICES, HELDOUT_VOICES, augment, speak_timed, tilted, warped, with_last_word_softer
 from tools.pauses import PAUSE_SECONDS, pause_corpus, paused_speech
 from tools.speech import OTHER_VOICES, speak, speak_with
 from wyoming_qwen3.model.format import SAMPLE_RATE
@@ -176,3 +176,17 @@ def test_a_softer_last_word_is_softer_from_its_start_and_the_rest_is_untouched()
 
 def energy(samples: np.ndarray) -> float:
     return float(np.sum(samples.astype(np.float64) ** 2))
+
+
+def test_tilted_training_speech_keeps_its_loudness_and_times_and_moves_its_energy_between_low_and_high() -> None:
+    speech = speak_timed(TEXT, "en-us", 160, 50)
+
+    def high_share(audio: np.ndarray) -> float:  # of the energy, the share above 4 kHz
+        power = np.abs(np.fft.rfft(audio)) ** 2
+        return float(np.sum(power[power.shape[0] // 2 :]) / np.sum(power))
+
+    for coefficient, brighter in ((0.7, True), (-0.8, False)):
+        filtered = tilted(speech, coefficient)
+        assert filtered.word_starts == speech.word_starts and filtered.audio.dtype == np.float32
+        assert abs(energy(filtered.audio) / energy(speech.audio) - 1) < 1e-3
+        assert (high_share(filtered.audio) > high_share(speech.audio)) == brighter

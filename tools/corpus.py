@@ -371,6 +371,15 @@ def warped(speech: Speech, factor: float) -> Speech:
     return Speech(speech.text, audio, [(c, t / factor) for c, t in speech.word_starts], ends)
 
 
+def tilted(speech: Speech, coefficient: float) -> Speech:
+    """The speech through a first-order filter ``x[n] - coefficient * x[n-1]`` at the same loudness: brighter
+    for a positive coefficient, duller for a negative one, as another microphone or recording would be."""
+    audio = speech.audio.copy()
+    audio[1:] -= coefficient * speech.audio[:-1]
+    audio *= np.sqrt((float(np.mean(speech.audio**2)) + 1e-12) / (float(np.mean(audio**2)) + 1e-12))
+    return Speech(speech.text, audio.astype(np.float32), speech.word_starts, speech.word_ends)
+
+
 def with_last_word_softer(speech: Speech, softer_db: float) -> Speech:
     """The speech with its last word group ``softer_db`` quieter in place, with no pause before it: for training,
     where the word times must hold (``with_soft_last_word`` cuts a pause in and trims the parts)."""
