@@ -190,3 +190,14 @@ def test_tilted_training_speech_keeps_its_loudness_and_times_and_moves_its_energ
         assert filtered.word_starts == speech.word_starts and filtered.audio.dtype == np.float32
         assert abs(energy(filtered.audio) / energy(speech.audio) - 1) < 1e-3
         assert (high_share(filtered.audio) > high_share(speech.audio)) == brighter
+
+
+def test_the_soft_tail_corpus_draws_each_commands_pause_and_softness_from_the_ranges_asked() -> None:
+    """Every command of the corpus, not the first alone (a drawn pause once replaced the range it came from)."""
+    from tools.soft_tail import corpus
+
+    unpaused = corpus(3, pause=(0.0, 0.0))
+    assert len(unpaused) == 3 and all(item.pause_seconds == 0.0 for item in unpaused)
+    paused = corpus(3)
+    assert len(paused) == 3
+    assert all(0.3 <= item.pause_seconds <= 0.8 and 20.0 <= item.softer_db <= 30.0 for item in paused)

@@ -52,9 +52,9 @@ def corpus(
         speech = speak_timed(utterance["text"], utterance["voice"], 165, 50)
         if len(speech.word_starts) < 2:
             continue
-        pause, softer = float(rng.uniform(*pause)), float(rng.uniform(*softer_db))
-        audio, tail_start = with_soft_last_word(speech, pause, softer, seed + index)
-        made.append(SoftTail(utterance["text"], utterance["voice"], pause, softer, audio, tail_start))
+        pause_seconds, softer = float(rng.uniform(*pause)), float(rng.uniform(*softer_db))
+        audio, tail_start = with_soft_last_word(speech, pause_seconds, softer, seed + index)
+        made.append(SoftTail(utterance["text"], utterance["voice"], pause_seconds, softer, audio, tail_start))
         if len(made) == count:
             break
     return made
