@@ -377,7 +377,7 @@ def tilted(speech: Speech, coefficient: float) -> Speech:
     audio = speech.audio.copy()
     audio[1:] -= coefficient * speech.audio[:-1]
     audio *= np.sqrt((float(np.mean(speech.audio**2)) + 1e-12) / (float(np.mean(audio**2)) + 1e-12))
-    return Speech(speech.text, audio.astype(np.float32), speech.word_starts, speech.word_ends)
+    return Speech(speech.text, audio, speech.word_starts, speech.word_ends)
 
 
 def with_last_word_softer(speech: Speech, softer_db: float) -> Speech:

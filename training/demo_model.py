@@ -189,14 +189,12 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
         else:
             speech = speak_timed(text, voice, speed, pitch)
             stopped = speech.stopped_before_word(rng) if augmented and rng.random() < STOPPED_FRACTION else None
-        if augmented and rng.random() < WARPED:
-            factor = float(rng.uniform(*WARP_FACTORS))
-            speech = warped(speech, factor)
-            stopped = warped(stopped, factor) if stopped is not None else None
-        if augmented and rng.random() < TILTED:
-            coefficient = float(rng.uniform(*TILT_COEFFICIENTS))
-            speech = tilted(speech, coefficient)
-            stopped = tilted(stopped, coefficient) if stopped is not None else None
+        # Another voice and another microphone: the cut example hears the same voice as the whole.
+        for share, transform, amounts in ((WARPED, warped, WARP_FACTORS), (TILTED, tilted, TILT_COEFFICIENTS)):
+            if augmented and rng.random() < share:
+                amount = float(rng.uniform(*amounts))
+                speech = transform(speech, amount)
+                stopped = transform(stopped, amount) if stopped is not None else None
         if augmented and script.language == "English" and len(speech.word_starts) > 1 and rng.random() < SOFT_LAST_WORD:
             speech = with_last_word_softer(speech, float(rng.uniform(*SOFT_LAST_WORD_DB)))
         if augmented:
