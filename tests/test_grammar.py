@@ -41,6 +41,16 @@ def test_the_demo_mandarin_grammar_matches_by_characters_without_spaces() -> Non
     assert chinese.is_command("打开客厅的灯") and not chinese.is_command("打开客厅的")
 
 
+def test_a_transcripts_case_quotes_and_hyphens_do_not_hide_a_command() -> None:
+    # The same reading of a transcript as a home's sentence templates (wyoming_qwen3/home/commands.py).
+    english = DEMO.of("English") if DEMO is not None else None
+    assert english is not None
+    assert english.is_command('Turn ON the "kitchen" lights!')
+    assert english.is_command("set a timer for twenty-five minutes")
+    assert english.is_command("open the dining-room curtains")
+    assert not english.is_command("open the dining-room")
+
+
 def test_with_a_grammar_complete_means_one_of_its_commands_in_its_language() -> None:
     turn = TurnSettings(commands=DEMO)
     assert turn.sounds_complete(Speculation("open the dining room curtains", "English", 0.9))

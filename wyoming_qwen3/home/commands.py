@@ -23,7 +23,6 @@ end after the long silence.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import defaultdict, deque
 from collections.abc import Iterator
@@ -32,12 +31,11 @@ from typing import Any
 
 from ..model.grammar import Judgement
 from ..model.languages import language_code
-from ..model.text_units import is_unspaced
+from ..model.text_units import is_unspaced, words_of
 from .names import Home
 
 _LOGGER = logging.getLogger(__name__)
 
-_PUNCTUATION = re.compile(r"[-.,!?;:。，、！？；：\"“”]")
 #: Home Assistant's code for a language where it is not the Wyoming one: its Hong Kong Chinese is Cantonese.
 _HOME_ASSISTANT_CODES = {"yue": "zh-HK"}
 
@@ -47,9 +45,8 @@ class CommandsUnavailableError(Exception):
 
 
 def normalized(text: str, unspaced: bool = False) -> str:
-    """Lower case, no punctuation, single spaces (none where the language writes none), a space at each end."""
-    words = _PUNCTUATION.sub(" ", text.casefold()).split()
-    return f" {''.join(words) if unspaced else ' '.join(words)} "
+    """``words_of`` with a space at each end, so that a phrase is found only as whole words."""
+    return f" {words_of(text, unspaced)} "
 
 
 @dataclass(frozen=True)

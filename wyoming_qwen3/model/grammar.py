@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from .text_units import is_unspaced
+from .text_units import is_unspaced, words_of
 
 GRAMMAR_FILE = "grammar.json"
 
@@ -40,11 +40,6 @@ class Judgement(Enum):
     COMPLETE = "complete"
     #: A whole command that a longer one begins with ("turn on the kitchen" ... "lights").
     CONTINUES = "continues"
-
-
-def words_of(text: str) -> str:
-    """Lower case, punctuation dropped, one space between words: how texts are compared with the grammar."""
-    return " ".join(re.sub(r"[.,!?;:。，、！？；：]", " ", text.lower()).split())
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,7 @@ class Grammar:
             """A template's words and slots (its characters and slots where no spaces are written)."""
             if not unspaced:
                 return words_of(text).split()
-            return [part for part in re.split(r"(\{\w+\})", words_of(text).replace(" ", "")) if part]
+            return [part for part in re.split(r"(\{\w+\})", words_of(text, unspaced=True)) if part]
 
         alternatives = {
             name: "|".join(re.escape(joiner.join(words(v))) for v in values) for name, values in slots.items()
@@ -98,9 +93,7 @@ class Grammar:
 
     def is_command(self, text: str) -> bool:
         """Whether ``text`` is one of the sentences, whole."""
-        words = words_of(text)
-        if self.unspaced:
-            words = words.replace(" ", "")
+        words = words_of(text, self.unspaced)
         return any(pattern.fullmatch(words) for pattern in self.patterns)
 
     def judge(self, text: str) -> Judgement:

@@ -46,6 +46,18 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+#: Dropped when texts are compared with command lists: a transcript's "twenty-five" or quoted name matches a
+#: list's "twenty five" and bare name.
+_PUNCTUATION = re.compile(r"[-.,!?;:。，、！？；：\"“”]")
+
+
+def words_of(text: str, unspaced: bool = False) -> str:
+    """Case folded, punctuation dropped, one space between words (none where the language writes none): how
+    transcripts are compared with a model's grammar and a home's sentence templates."""
+    words = _PUNCTUATION.sub(" ", text.casefold()).split()
+    return "".join(words) if unspaced else " ".join(words)
+
+
 def complete_units(text: str, final: bool) -> str:
     """The longest prefix of normalized ``text`` that ends a unit (all of it when ``final``).
 
