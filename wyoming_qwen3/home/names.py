@@ -23,7 +23,18 @@ from functools import cached_property
 
 #: The domains whose entities people name most often: the second tier.
 SPOKEN_DOMAINS = frozenset({"light", "switch", "fan", "media_player", "climate", "scene", "todo"})
+#: Between the entries of a context: the server's own, the client's names and terms, the home's names.
 SEPARATOR = ", "
+
+
+def fitting(entries: list[str], budget_bytes: int) -> int:
+    """How many of ``entries``, from the first, fit ``budget_bytes`` joined by ``SEPARATOR``."""
+    size = 0
+    for count, entry in enumerate(entries):
+        size += len(entry.encode("utf-8")) + (len(SEPARATOR) if count else 0)
+        if size > budget_bytes:
+            return count
+    return len(entries)
 
 
 def clean_name(text: object) -> str:
@@ -113,12 +124,7 @@ class Home:
         """The names that fit ``budget_bytes``, tier by tier, leaving out those already in ``taken``."""
         already = {name.casefold() for name in taken}
         names = [name for tier in self.tiers for name in tier if name.casefold() not in already]
-        size, kept = 0, 0
-        for name in names:
-            size += len(name.encode("utf-8")) + (len(SEPARATOR) if kept else 0)
-            if size > budget_bytes:
-                break
-            kept += 1
+        kept = fitting(names, budget_bytes)
         return ContextNames(tuple(names[:kept]), tuple(names[kept:]))
 
     @property

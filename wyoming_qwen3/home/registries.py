@@ -48,9 +48,13 @@ def _records(value: Any, what: str, key: str) -> list[Mapping[str, Any]]:
     return value
 
 
-def _names(name: Any, aliases: Any) -> tuple[str, ...]:
-    listed = [name, *(aliases if isinstance(aliases, list) else [])]
+def _names(listed: Iterable[Any]) -> tuple[str, ...]:
+    """The names among ``listed``, cleaned, each once, in order."""
     return tuple(dict.fromkeys(n for n in map(clean_name, listed) if n))
+
+
+def _listed(name: Any, aliases: Any) -> list[Any]:
+    return [name, *(aliases if isinstance(aliases, list) else [])]
 
 
 def state_ids(states: Any) -> list[str]:
@@ -102,7 +106,7 @@ def build_home(states: Any, exposed: Iterable[str], entries: Any, devices: Any, 
             continue
         aliases = entry.get("aliases")
         aliases = aliases if isinstance(aliases, list) and aliases else [None]
-        names = tuple(dict.fromkeys(n for n in (computed if a is None else clean_name(a) for a in aliases) if n))
+        names = _names(computed if a is None else a for a in aliases)
         area = entry.get("area_id") or device_areas.get(entry.get("device_id"))
         entities.append(Entity(entity_id, names, area if isinstance(area, str) else None))
     return Home(
@@ -110,11 +114,11 @@ def build_home(states: Any, exposed: Iterable[str], entries: Any, devices: Any, 
         areas=tuple(
             Area(a["area_id"], names, a.get("floor_id") if isinstance(a.get("floor_id"), str) else None)
             for a in _records(areas, "config/area_registry/list", "area_id")
-            if (names := _names(a.get("name"), a.get("aliases")))
+            if (names := _names(_listed(a.get("name"), a.get("aliases"))))
         ),
         floors=tuple(
             Floor(f["floor_id"], names)
             for f in _records(floors, "config/floor_registry/list", "floor_id")
-            if (names := _names(f.get("name"), f.get("aliases")))
+            if (names := _names(_listed(f.get("name"), f.get("aliases"))))
         ),
     )

@@ -11,7 +11,7 @@ tier by tier (``home.names``).
 
 from __future__ import annotations
 
-from ..home.names import ContextNames
+from ..home.names import SEPARATOR, ContextNames, fitting
 from .settings import HandlerConfig
 
 #: Names and terms a client may send: whole entries are kept, in order, while
@@ -25,19 +25,13 @@ MAX_CONTEXT_BYTES = 512
 def bounded_entries(names: list[str] | None, terms: list[str] | None) -> tuple[list[str], int]:
     """The client's names, then its terms, as many whole ones as the bounds allow; and how many were dropped."""
     entries = [entry.strip() for entry in [*(names or []), *(terms or [])] if entry.strip()]
-    kept: list[str] = []
-    size = 0
-    for entry in entries[:MAX_CONTEXT_ENTRIES]:
-        size += len(entry.encode("utf-8")) + 2  # with its ", " separator
-        if size > MAX_CONTEXT_BYTES:
-            break
-        kept.append(entry)
+    kept = entries[: fitting(entries[:MAX_CONTEXT_ENTRIES], MAX_CONTEXT_BYTES)]
     return kept, len(entries) - len(kept)
 
 
 def build_context(base: str, entries: list[str]) -> str:
     """System-prompt context: the server's context, then the names and terms."""
-    return ", ".join(part for part in [base.strip(), *entries] if part)
+    return SEPARATOR.join(part for part in [base.strip(), *entries] if part)
 
 
 def compose_context(config: HandlerConfig, entries: list[str], names_sent: bool) -> tuple[str, ContextNames | None]:
