@@ -59,6 +59,19 @@ def rms(audio: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(audio))))
 
 
+def test_augmented_speech_with_a_softer_loudness_gets_quieter_noise_and_the_same_times() -> None:
+    """A soft last word's loudness sets the noise under it; the draws, and with them the times, stay the same."""
+    speech = speak_timed(TEXT, "en-us", 160, 50)
+    quieter = 0
+    for seed in range(8):
+        loud = augment(speech, np.random.default_rng(seed))
+        soft = augment(speech, np.random.default_rng(seed), float(np.mean(speech.audio**2)) / 1000)
+        assert soft.word_starts == loud.word_starts and soft.audio.shape == loud.audio.shape
+        assert rms(soft.audio) <= rms(loud.audio) + 1e-6
+        quieter += rms(loud.audio - soft.audio) > 1e-4
+    assert 0 < quieter < 8  # half the noise is a room's, whatever the speech's loudness
+
+
 def test_augmented_speech_keeps_its_word_times() -> None:
     """Every word moves by the lead-in, and the words after an inserted pause by the pause too."""
     speech = speak_timed(TEXT, "en-us", 160, 50)

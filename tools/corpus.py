@@ -308,14 +308,15 @@ def festival_timed(text: str, voice: str, speed: int, pitch: int) -> Speech:
                   tuple(end for _, end in times))  # fmt: skip
 
 
-def augment(speech: Speech, rng: np.random.Generator) -> Speech:
+def augment(speech: Speech, rng: np.random.Generator, loudness: float | None = None) -> Speech:
     """Gain, a pause inside the command (a third of the time), up to 1 s before it and 3 s after it, and noise.
 
     What a satellite streams: a room's hiss before and after the command (HA keeps streaming
     its silence, 0.7 s by default, and a server that ends the turn itself hears more), and
     speakers who pause mid-command ("set a timer for" ... "ten minutes"). The noise is a room's
     (-80 to -55 dBFS) or, half the time, 15-45 dB under the speech as spoken (before the gain, so
-    3-45 dB under what is heard).
+    3-45 dB under what is heard). ``loudness``: the mean power that noise is set under, where not the
+    speech's own (a soft last word's, so that the noise does not bury the word).
     """
     audio = speech.audio * rng.uniform(0.25, 1.0)
     starts, ends = list(speech.word_starts), speech.ends
@@ -336,7 +337,8 @@ def augment(speech: Speech, rng: np.random.Generator) -> Speech:
     if rng.random() < 0.5:
         level = 10 ** (rng.uniform(-80, -55) / 20)
     else:
-        level = np.sqrt((float(np.mean(speech.audio**2)) + 1e-9) / 10 ** (rng.uniform(15, 45) / 10))
+        power = float(np.mean(speech.audio**2)) if loudness is None else loudness
+        level = np.sqrt((power + 1e-9) / 10 ** (rng.uniform(15, 45) / 10))
     noisy = np.clip(audio + rng.standard_normal(audio.shape[0]).astype(np.float32) * level, -1.0, 1.0)
     shift = lead.shape[0] / SAMPLE_RATE
     return Speech(

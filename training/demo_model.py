@@ -195,10 +195,14 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
                 amount = float(rng.uniform(*amounts))
                 speech = transform(speech, amount)
                 stopped = transform(stopped, amount) if stopped is not None else None
+        loudness = None
         if augmented and script.language == "English" and len(speech.word_starts) > 1 and rng.random() < SOFT_LAST_WORD:
             speech = with_last_word_softer(speech, float(rng.uniform(*SOFT_LAST_WORD_DB)))
+            # Noise set from the whole command's level (half the time 15-45 dB under it) can bury a word 15-30 dB
+            # under it; set from the word's own, the word stays to be heard.
+            loudness = float(np.mean(speech.audio[int(speech.word_starts[-1][1] * SAMPLE_RATE) :] ** 2))
         if augmented:
-            speech = augment(speech, rng)
+            speech = augment(speech, rng, loudness)
         if stopped is not None:  # the words before a pause, then the room: what the model hears mid-pause
             stopped = augment(stopped, rng)
             prefix, heard = stopped.audio, stopped.text
