@@ -269,7 +269,9 @@ class Espeak:
     def speak(self, text: str, voice: str, speed: int, pitch: int) -> Speech:
         samples, words = self.samples(text, voice, speed, pitch)
         audio = to_16khz(["-t", "raw", "-r", str(self.rate), "-e", "signed", "-b", "16", "-c", "1"], samples.tobytes())
-        return Speech(text, audio, [(characters, sample / self.rate) for characters, sample in words])
+        # libespeak-ng sometimes adds a word event at -1 at the text's end ("lock the back door", en-us, 187, 47):
+        # taken for the last word, it made a soft last word of the silence after it, an empty one.
+        return Speech(text, audio, [(c, sample / self.rate) for c, sample in words if c >= 0])
 
 
 @functools.cache

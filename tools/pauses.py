@@ -100,14 +100,13 @@ def pause_corpus(count: int, seed: int = 0) -> list[PausedCommand]:
 
 
 def _trimmed_speech(speech: Speech) -> Speech:
-    """The speech without espeak-ng's silence around it, its word times moved to match (and without the word
-    event at -1 that libespeak-ng sometimes adds at the end of a text after a number)."""
+    """The speech without espeak-ng's silence around it, its word times moved to match."""
     span = loud_span(speech.audio)
     start = span.start / SAMPLE_RATE
     return Speech(
         speech.text,
         speech.audio[span],
-        [(characters, max(0.0, at - start)) for characters, at in speech.word_starts if characters >= 0],
+        [(characters, max(0.0, at - start)) for characters, at in speech.word_starts],
     )
 
 
