@@ -140,6 +140,11 @@ class Speech:
             return list(self.word_ends)
         return [start for _, start in self.word_starts[1:]] + [len(self.audio) / SAMPLE_RATE]
 
+    @property
+    def last_word_sample(self) -> int:
+        """The sample of ``audio`` where the last word group begins."""
+        return int(self.word_starts[-1][1] * SAMPLE_RATE)
+
     def cut_inside_word(self, rng: np.random.Generator) -> tuple[np.ndarray, str]:
         """The audio cut in the first half of a random word, and the text wholly heard before it.
 
@@ -387,7 +392,7 @@ def tilted(speech: Speech, coefficient: float) -> Speech:
 def with_last_word_softer(speech: Speech, softer_db: float) -> Speech:
     """The speech with its last word group ``softer_db`` quieter in place, with no pause before it: for training,
     where the word times must hold (``with_soft_last_word`` cuts a pause in and trims the parts)."""
-    at = int(speech.word_starts[-1][1] * SAMPLE_RATE)
+    at = speech.last_word_sample
     audio = speech.audio.copy()
     audio[at:] *= 10 ** (-softer_db / 20)
     return Speech(speech.text, audio, speech.word_starts, speech.word_ends)
@@ -400,7 +405,7 @@ def with_soft_last_word(speech: Speech, pause_seconds: float, softer_db: float, 
     A speaker who turns away, or thinks, before the last word ("switch on the speaker in the" ... "hall").
     espeak-ng's own silence is trimmed from both parts, so the pause is the one asked for.
     """
-    at = int(speech.word_starts[-1][1] * SAMPLE_RATE)
+    at = speech.last_word_sample
     head, tail = trimmed(speech.audio[:at]), trimmed(speech.audio[at:]) * 10 ** (-softer_db / 20)
     rng = np.random.default_rng(seed)
     room = rng.normal(0, 10 ** (ROOM_DBFS / 20), int(pause_seconds * SAMPLE_RATE) + tail.shape[0])

@@ -200,7 +200,7 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
             speech = with_last_word_softer(speech, float(rng.uniform(*SOFT_LAST_WORD_DB)))
             # Noise set from the whole command's level (half the time 15-45 dB under it) can bury a word 15-30 dB
             # under it; set from the word's own, the word stays to be heard.
-            loudness = float(np.mean(speech.audio[int(speech.word_starts[-1][1] * SAMPLE_RATE) :] ** 2))
+            loudness = float(np.mean(speech.audio[speech.last_word_sample :] ** 2))
         if augmented:
             speech = augment(speech, rng, loudness)
         if stopped is not None:  # the words before a pause, then the room: what the model hears mid-pause
