@@ -200,7 +200,7 @@ def test_streaming_defaults_are_the_backends_and_the_catalogues() -> None:
     args = parse_args([], {})
     assert args.step_seconds == SimulKvSettings().step_seconds
     assert args.stream_window == SimulKvSettings().stream_window_seconds
-    assert args.max_audio_seconds == HandlerConfig().max_audio_seconds
+    assert args.max_audio_seconds == HandlerConfig().limits.max_audio_seconds
     assert args.encoder_window is None  # the catalogue's, or the model's own
     assert resolve_model("demo", [], Path(".")).encoder_window_seconds is None  # the demo keeps its 8 s
 

@@ -30,7 +30,7 @@ from wyoming_qwen3.backends.base import FinalDelta, SessionOptions, Speculation,
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.server.settings import HandlerConfig
-from wyoming_qwen3.server.stream.turn import TurnSettings
+from wyoming_qwen3.server.stream.turn import StreamLimits, TurnSettings
 
 from .conftest import ServerProcess, serving, start_server
 from .test_handler import WordsBackend, WordsSession, exchange
@@ -273,7 +273,7 @@ def heard_in_real_time(audio: np.ndarray, ending: str) -> int:
     backend = HearingBackend()
     endpointing = ending == "the server's endpoint"
     turn = TurnSettings(endpointing=endpointing, incomplete_silence_seconds=1.3)
-    config = HandlerConfig(turn=turn, audio_timeout_seconds=0.5)
+    config = HandlerConfig(turn=turn, limits=StreamLimits(audio_timeout_seconds=0.5))
 
     async def main() -> Turn:
         async with serving(backend, config) as port:

@@ -164,15 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--max-audio-seconds",
         type=float,
-        default=SERVING.max_audio_seconds,
+        default=SERVING.limits.max_audio_seconds,
         help="longest utterance transcribed; a stream's cost per second is bounded (--stream-window) "
-        f"(default: {SERVING.max_audio_seconds:g})",
+        f"(default: {SERVING.limits.max_audio_seconds:g})",
     )
     add(
         "--audio-timeout",
         type=float,
-        default=SERVING.audio_timeout_seconds,
-        help=f"seconds without audio after which a stream is finished (default: {SERVING.audio_timeout_seconds:g})",
+        default=SERVING.limits.audio_timeout_seconds,
+        help="seconds without audio after which a stream is finished "
+        f"(default: {SERVING.limits.audio_timeout_seconds:g})",
     )
     add(
         "--idle-timeout",

@@ -43,7 +43,7 @@ from .stream.completeness import Commands
 from .stream.emission_log import EmissionLog
 from .stream.silero import VadProcess
 from .stream.speech_activity import DetectorPool
-from .stream.turn import TurnSettings
+from .stream.turn import StreamLimits, TurnSettings
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
 
@@ -67,8 +67,7 @@ def handler_config(
     return HandlerConfig(
         default_language=default_language,
         context=args.context,
-        max_audio_seconds=args.max_audio_seconds,
-        audio_timeout_seconds=args.audio_timeout,
+        limits=StreamLimits(args.max_audio_seconds, args.audio_timeout),
         idle_timeout_seconds=args.idle_timeout,
         event_timeout_seconds=args.event_timeout,
         emission_log=args.emission_log,

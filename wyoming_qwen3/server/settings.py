@@ -28,11 +28,8 @@ class HandlerConfig:
     default_language: str | None = None
     #: Context for every utterance, before the client's names and terms.
     context: str = ""
-    #: Audio beyond this is not transcribed: the transcript is sent at the cap. A stream's
-    #: cost per second is bounded (simulkv's stream window), so the cap is for runaway streams.
-    max_audio_seconds: float = 60.0
-    #: A stream with no audio for this long is finished as if audio-stop came.
-    audio_timeout_seconds: float = 10.0
+    #: The longest stream, and the silence that ends a stream with no audio-stop.
+    limits: StreamLimits = field(default_factory=StreamLimits)
     #: A connection with no event for this long, and no stream in flight, is closed.
     #: Home Assistant sends ``describe`` every 30 s; four times that never cuts it.
     idle_timeout_seconds: float = 120.0
@@ -45,7 +42,3 @@ class HandlerConfig:
     #: The home's names (read from Home Assistant), for commands whose client sends none; and their budget.
     home: HomeSource | None = None
     home_names_bytes: int = 2048
-
-    @property
-    def limits(self) -> StreamLimits:
-        return StreamLimits(self.max_audio_seconds, self.audio_timeout_seconds)

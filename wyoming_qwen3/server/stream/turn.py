@@ -93,10 +93,11 @@ class TurnSettings:
 class StreamLimits:
     """Bounds every stream shares: its turn ends at them."""
 
-    #: Audio beyond this is not transcribed: the transcript is sent at the cap.
-    max_audio_seconds: float
+    #: Audio beyond this is not transcribed: the transcript is sent at the cap. A stream's
+    #: cost per second is bounded (simulkv's stream window), so the cap is for runaway streams.
+    max_audio_seconds: float = 60.0
     #: A stream with no audio for this long is finished as if audio-stop came.
-    audio_timeout_seconds: float
+    audio_timeout_seconds: float = 10.0
 
 
 class Phase(Enum):
