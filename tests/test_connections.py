@@ -139,6 +139,27 @@ def test_reset_mid_stream_frees_the_session_in_one_info_line(server, speech) -> 
     assert_no_traceback(server)
 
 
+def test_sigterm_mid_stream_lets_the_connection_end_in_its_one_line(
+    scripted_model: Path, tmp_path: Path, speech
+) -> None:
+    """docker stop mid-utterance: the server stops its connections and waits for them to free their sessions
+    and log why, before it exits (without the wait, asyncio.run cancelled them first, and the line was lost)."""
+    own = start_server(scripted_model, tmp_path / "server.log")
+    try:
+        utterance = speech("turn on the lights in the kitchen and the living room", "-r", "16000")
+        sock, name = connect(own)
+        send(sock, AudioStart(16000, 2, 1).event(), *chunks(utterance)[:10])
+        time.sleep(0.5)  # a step is running
+        assert own.stop() == 0, own.log()
+        lines = [line for line in own.log().splitlines() if f"{name}:" in line]
+        assert len(lines) == 1, own.log()
+        assert lines[0].endswith(f"{name}: closed: the server is stopping; mid-stream, session freed"), own.log()
+        assert "Traceback" not in own.log() and "had not ended" not in own.log(), own.log()
+        sock.close()
+    finally:
+        own.stop()
+
+
 def test_text_then_a_clean_close_is_answered_and_one_info_line(server) -> None:
     sock, name = connect(server)
     sock.sendall(b"this is not json\n")

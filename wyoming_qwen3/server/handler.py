@@ -92,6 +92,8 @@ class Qwen3EventHandler(AsyncEventHandler):
         self._connected = True
         #: Set by ``stop``: the connection ends after the event under way.
         self._stopping = False
+        #: Set once the connection has ended, its session freed and its end logged.
+        self.ended = asyncio.Event()
         #: The VAD, taken from the server's pool at the connection's first stream, reset for each, and
         #: given back when the connection ends (None until then).
         self._detectors = detectors
@@ -160,6 +162,7 @@ class Qwen3EventHandler(AsyncEventHandler):
             await self.disconnect()
             self.writer.close()
             _LOGGER.info("%s: %s%s", self._client, reason, "; mid-stream, session freed" if mid_stream else "")
+            self.ended.set()
 
     async def stop(self) -> None:
         """The server is stopping (AsyncServer.stop): the read under way ends, and so does the connection."""

@@ -10,6 +10,7 @@ import logging
 import signal
 import socket
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
@@ -46,6 +47,10 @@ from .stream.speech_activity import DetectorPool
 from .stream.turn import StreamLimits, TurnSettings
 
 _LOGGER = logging.getLogger("wyoming_qwen3")
+
+#: After SIGTERM, how long the open connections get to end (each frees its session and logs why) before the
+#: process exits anyway; docker stop and systemd kill after 10 s.
+STOP_GRACE_SECONDS = 5.0
 
 #: Loads the chosen backend: (kind, model, options) -> backend; tools pass their own.
 BackendFactory = Callable[[str, ResolvedModel, argparse.Namespace], Backend]
@@ -249,12 +254,19 @@ async def serve_socket(
             )
         bound_to_all = ipaddress.ip_address(socket.gethostbyname(server.host)).is_unspecified
         announcement = ServiceAnnouncement(args.zeroconf, host, server.port, all_interfaces=bound_to_all)
+    handlers: weakref.WeakSet[Qwen3EventHandler] = weakref.WeakSet()  # a running handler's task holds it
+
+    def tracked_handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Qwen3EventHandler:
+        handler = handler_factory(reader, writer)
+        handlers.add(handler)
+        return handler
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)  # docker stop, systemd; Ctrl-C cancels instead
     try:
         try:
-            await server.start(handler_factory)  # the port accepts connections once this returns
+            await server.start(tracked_handler)  # the port accepts connections once this returns
         except OSError as err:
             raise StartupError(f"cannot listen on {args.uri}: {err}") from err
         if announcement is not None:
@@ -267,3 +279,17 @@ async def serve_socket(
         if announcement is not None:
             await announcement.close()
         await server.stop()
+        await _until_ended(list(handlers))
+
+
+async def _until_ended(handlers: list[Qwen3EventHandler]) -> None:
+    """Wait for the stopped connections to end, at most ``STOP_GRACE_SECONDS``: asyncio.run would otherwise
+    cancel them mid-way, their sessions unfreed and their ends unlogged."""
+    waits = [asyncio.create_task(handler.ended.wait()) for handler in handlers]
+    if not waits:
+        return
+    _, pending = await asyncio.wait(waits, timeout=STOP_GRACE_SECONDS)
+    for wait in pending:
+        wait.cancel()
+    if pending:
+        _LOGGER.warning("%d connections had not ended %g s after the stop", len(pending), STOP_GRACE_SECONDS)
