@@ -53,10 +53,18 @@ def test_unsupported_language_is_refused() -> None:
         # No language heard (yet): the text after the tag still counts, as in qwen-asr.
         ("language None<asr_text>turn on the lights", "", "turn on the lights"),
         ("language None<asr_text>", "", ""),
+        # Bytes that make no character (the demo model's int8 "关掉地下室���暖气") are not sent to the client.
+        ("language Chinese<asr_text>关掉地下室\ufffd\ufffd\ufffd暖气", "Chinese", "关掉地下室暖气"),
     ],
 )
 def test_model_output_is_parsed(raw: str, language: str, text: str) -> None:
     assert parse_output(raw, None) == Transcription(language, text)
+
+
+def test_incomplete_output_keeps_the_bytes_of_a_character_begun() -> None:
+    """The streaming side waits on them (``complete_units``): the next token may complete the character."""
+    assert parse_output("language Chinese<asr_text>打\ufffd", None, complete=False).text == "打\ufffd"
+    assert parse_output("打\ufffd", "Chinese", complete=False).text == "打\ufffd"
 
 
 def test_language_codes_round_trip() -> None:

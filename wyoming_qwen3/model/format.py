@@ -16,6 +16,9 @@ FRAMES_PER_SECOND = SAMPLE_RATE // SAMPLES_PER_FRAME
 AUDIO_TOKENS_PER_SECOND = 13
 #: Ends the ``language X`` preamble of every answer (an added token, not a special one).
 ASR_TEXT_TAG = "<asr_text>"
+#: What the tokenizer decodes a character's bytes into while they are incomplete, and bytes that make no
+#: character at all.
+UNDECODED = "\ufffd"
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,14 @@ def parse_output(raw: str, forced_language: str | None, complete: bool = True) -
     repetition fix, which rewrites earlier text: streamed words cannot be taken
     back, so the offline and streaming paths must read the output the same way.
     While the output is incomplete and has no ``<asr_text>`` yet, the model is
-    still writing the language preamble and there is no text.
+    still writing the language preamble and there is no text. Complete output
+    drops the bytes that make no character: the demo model in int8 wrote
+    "关掉地下室���暖气" for "关掉地下室的暖气" (2026-12-07), and a client would
+    have shown the three U+FFFD; incomplete output keeps them, for the streaming
+    side to wait on (``text_units``).
     """
+    if complete:
+        raw = raw.replace(UNDECODED, "")
     if forced_language:
         return Transcription(language=forced_language, text=raw.strip())
     meta, tag, text = raw.partition(ASR_TEXT_TAG)

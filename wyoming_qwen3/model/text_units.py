@@ -16,6 +16,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from .format import UNDECODED
+
 _LOGGER = logging.getLogger(__name__)
 
 #: Code point ranges of scripts written without spaces between words.
@@ -29,7 +31,6 @@ _UNSPACED_RANGES = (
     (0xFF66, 0xFF9F),  # Halfwidth Katakana
     (0x20000, 0x3134F),  # CJK Extensions B-G
 )
-_INCOMPLETE = "\ufffd"
 
 
 def is_unspaced(character: str) -> bool:
@@ -66,8 +67,8 @@ def complete_units(text: str, final: bool) -> str:
     """
     text = normalize(text)
     if final:
-        return text  # as the offline pass reads it, bytes the model left incomplete included
-    end = text.find(_INCOMPLETE)
+        return text  # as the offline pass reads it (parse_output dropped the bytes that make no character)
+    end = text.find(UNDECODED)
     if end >= 0:
         text = text[:end]
     for index in range(len(text), 0, -1):
