@@ -92,21 +92,31 @@ def test_the_stand_in_loads_the_aligner_when_timestamps_are_asked_for(tmp_path: 
         asr.transcribe(mlx_qwen3_asr.speech(timeline_of(["hi"]), 2.0), return_timestamps=True)
 
 
+class Scripted:
+    """Transcribes the buffer as each text in turn, as ``mlx_qwen3_asr.Session.transcribe`` returns it."""
+
+    def __init__(self, texts: list[str], language: str = "English") -> None:
+        self.texts, self.language, self.calls = texts, language, 0
+
+    def transcribe(self, audio: np.ndarray, *, context: str = "", language: str | None = None):  # noqa: ANN201
+        text = self.texts[min(self.calls, len(self.texts) - 1)]
+        self.calls += 1
+        return mlx_qwen3_asr.TranscriptionResult(text=text, language=self.language if text else "unknown")
+
+
 def test_revisions_are_not_committed_until_two_hypotheses_agree() -> None:
-    class Scripted:
-        def __init__(self, texts: list[str]) -> None:
-            self.texts, self.calls = texts, 0
-
-        def transcribe(self, audio: np.ndarray, *, context: str = "", language: str | None = None):  # noqa: ANN202
-            text = self.texts[min(self.calls, len(self.texts) - 1)]
-            self.calls += 1
-            return mlx_qwen3_asr.TranscriptionResult(text=text, language="English" if text else "unknown")
-
     asr = Scripted(["turn of", "turn on the", "turn on the light", "turn on the lights.", "turn on the lights."])
     deltas, final = stream(MlxSession(asr, SessionOptions()), np.zeros(4 * SAMPLE_RATE, np.float32))
     assert deltas == ["turn", " on the"]  # "of" was revised; the last unit waits
     assert final == " lights."
     assert asr.calls == 4  # four steps of one second; finish reuses the last (no new audio)
+
+
+def test_bytes_that_make_no_character_are_not_sent() -> None:
+    """As the torch backend (``format.without_undecoded``): the model's U+FFFD never reaches the client."""
+    asr = Scripted(["关掉地下室\ufffd\ufffd\ufffd暖气"] * 5, language="Chinese")
+    deltas, final = stream(MlxSession(asr, SessionOptions()), np.zeros(4 * SAMPLE_RATE, np.float32))
+    assert "".join(deltas) + final == "关掉地下室暖气"
 
 
 def test_long_stream_is_cut_at_pauses_keeping_every_unit_once(tmp_path: Path) -> None:

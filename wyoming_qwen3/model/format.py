@@ -38,6 +38,12 @@ def max_new_tokens(seconds: float) -> int:
     return 24 + int(MAX_TOKENS_PER_SECOND * seconds)
 
 
+def without_undecoded(text: str) -> str:
+    """Complete output without the bytes that make no character: the demo model in int8 wrote "关掉地下室���暖气"
+    for "关掉地下室的暖气" (2026-12-07), and a client would have shown the three U+FFFD."""
+    return text.replace(UNDECODED, "")
+
+
 def parse_output(raw: str, forced_language: str | None, complete: bool = True) -> Transcription:
     """Split ``language X<asr_text>text`` into language and text.
 
@@ -46,13 +52,11 @@ def parse_output(raw: str, forced_language: str | None, complete: bool = True) -
     back, so the offline and streaming paths must read the output the same way.
     While the output is incomplete and has no ``<asr_text>`` yet, the model is
     still writing the language preamble and there is no text. Complete output
-    drops the bytes that make no character: the demo model in int8 wrote
-    "关掉地下室���暖气" for "关掉地下室的暖气" (2026-12-07), and a client would
-    have shown the three U+FFFD; incomplete output keeps them, for the streaming
-    side to wait on (``text_units``).
+    is ``without_undecoded``; incomplete output keeps its U+FFFD, for the
+    streaming side to wait on (``text_units``).
     """
     if complete:
-        raw = raw.replace(UNDECODED, "")
+        raw = without_undecoded(raw)
     if forced_language:
         return Transcription(language=forced_language, text=raw.strip())
     meta, tag, text = raw.partition(ASR_TEXT_TAG)

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...model.format import SAMPLE_RATE, SAMPLES_PER_FRAME
+from ...model.format import SAMPLE_RATE, SAMPLES_PER_FRAME, without_undecoded
 from ...model.languages import LANGUAGE_NAMES
 from ...model.text_units import joined, split_units
 from ..base import Backend, FinalDelta, SessionOptions, Speculation, StreamingSession
@@ -82,7 +82,7 @@ class MlxSession(StreamingSession):
         language = str(getattr(result, "language", "") or "")
         if language not in _NO_LANGUAGE:
             self._language = language
-        return split_units(str(getattr(result, "text", "") or ""))
+        return split_units(without_undecoded(str(getattr(result, "text", "") or "")))  # each a whole transcription
 
     def _send(self, units: list[str]) -> str:
         delta = joined(self._sent, units)
