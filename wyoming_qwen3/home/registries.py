@@ -53,8 +53,10 @@ def _names(listed: Iterable[Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in map(clean_name, listed) if n))
 
 
-def _listed(name: Any, aliases: Any) -> list[Any]:
-    return [name, *(aliases if isinstance(aliases, list) else [])]
+def _record_names(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """An area's or floor's name and its aliases, cleaned, each once."""
+    aliases = record.get("aliases")
+    return _names([record.get("name"), *(aliases if isinstance(aliases, list) else [])])
 
 
 def state_ids(states: Any) -> list[str]:
@@ -114,11 +116,11 @@ def build_home(states: Any, exposed: Iterable[str], entries: Any, devices: Any, 
         areas=tuple(
             Area(a["area_id"], names, a.get("floor_id") if isinstance(a.get("floor_id"), str) else None)
             for a in _records(areas, "config/area_registry/list", "area_id")
-            if (names := _names(_listed(a.get("name"), a.get("aliases"))))
+            if (names := _record_names(a))
         ),
         floors=tuple(
             Floor(f["floor_id"], names)
             for f in _records(floors, "config/floor_registry/list", "floor_id")
-            if (names := _names(_listed(f.get("name"), f.get("aliases"))))
+            if (names := _record_names(f))
         ),
     )
