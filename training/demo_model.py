@@ -82,8 +82,9 @@ STOPPED_FRACTION = 1 / 3
 #: example is the words before the pause and part of the pause.
 PAUSED_FRACTION = 0.4
 #: Of the augmented English commands of more than one word group, the share whose last word group is spoken
-#: ``SOFT_LAST_WORD_DB`` softer (a speaker turning away): the shipped model of 2026-12-06, never trained so,
-#: dropped such a word 23 times in 24 where the one before it (trained long on espeak-ng alone) heard 39 of 40.
+#: ``SOFT_LAST_WORD_DB`` softer (a speaker turning away), unless ``--soft`` says otherwise: the shipped model
+#: of 2026-12-06, never trained so, dropped such a word 23 times in 24 where the one before it (trained long on
+#: espeak-ng alone) heard 39 of 40.
 SOFT_LAST_WORD = 0.2
 SOFT_LAST_WORD_DB = (15.0, 30.0)
 #: Of all utterances, the share resampled by a factor in ``WARP_FACTORS``: pitch, formants and pace moved
@@ -178,7 +179,9 @@ def tokenizer_corpus() -> list[str]:
     return [words, numbers, "language English", "sixty seventy eighty ninety degrees percent minutes"] * 4
 
 
-def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, augmented: bool) -> list[Example]:
+def synthesize_examples(
+    qwen: QwenAsrModel, scripts: list[Script], seed: int, augmented: bool, soft_share: float = SOFT_LAST_WORD
+) -> list[Example]:
     rng = np.random.default_rng(seed)
     examples = []
     for script in scripts:
@@ -196,7 +199,7 @@ def synthesize_examples(qwen: QwenAsrModel, scripts: list[Script], seed: int, au
                 speech = transform(speech, amount)
                 stopped = transform(stopped, amount) if stopped is not None else None
         loudness = None
-        if augmented and script.language == "English" and len(speech.word_starts) > 1 and rng.random() < SOFT_LAST_WORD:
+        if augmented and script.language == "English" and len(speech.word_starts) > 1 and rng.random() < soft_share:
             speech = with_last_word_softer(speech, float(rng.uniform(*SOFT_LAST_WORD_DB)))
             # Noise set from the whole command's level (half the time 15-45 dB under it) can bury a word 15-30 dB
             # under it; set from the word's own, the word stays to be heard.
@@ -450,6 +453,13 @@ def main() -> None:
         "another family, stays held out for the card's check",
     )
     parser.add_argument(
+        "--soft",
+        type=float,
+        default=SOFT_LAST_WORD,
+        help="of the augmented English commands, the share whose last word is 15-30 dB softer "
+        f"(default: {SOFT_LAST_WORD})",
+    )
+    parser.add_argument(
         "--frozen-encoder",
         action="store_true",
         help="train the decoder alone on audio embeddings computed once: a step takes a third of the time "
@@ -517,7 +527,7 @@ def main() -> None:
     mandarin += word_salad(mandarin_salad, args.seed + 4, CHINESE)
     scripts += [Script(t, rng.choice(MANDARIN_TRAIN_VOICES), "Chinese") for t in mandarin]
     trainer = Trainer(QwenAsrModel(model, processor, torch.device("cpu")), args.prefix)
-    train = synthesize_examples(trainer.qwen, scripts, args.seed, True)
+    train = synthesize_examples(trainer.qwen, scripts, args.seed, True, args.soft)
     print(f"synthesized {len(train)} utterances in {time.time() - began:.0f} s", flush=True)
     if args.frozen_encoder:
         freeze_encoder(trainer.qwen, train)
@@ -597,7 +607,7 @@ def main() -> None:
         "steps": step,
         "minutes": round((time.time() - train_began) / 60, 1),
         **checks,
-        "soft_last_word_fraction": SOFT_LAST_WORD,
+        "soft_last_word_fraction": args.soft,
         "soft_last_word_db": SOFT_LAST_WORD_DB,
         "warped_fraction": WARPED,
         "warp_factors": WARP_FACTORS,
