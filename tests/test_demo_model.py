@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from tools import offline
 from tools.client import assert_streaming_order
@@ -19,7 +18,7 @@ from wyoming_qwen3.backends.base import SessionOptions
 from wyoming_qwen3.backends.simulkv.backend import SimulKvBackend
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
-from wyoming_qwen3.model.qwen import QwenAsrModel, select_quantize
+from wyoming_qwen3.model.qwen import QwenAsrModel
 from wyoming_qwen3.model.text_units import is_unspaced
 
 from .conftest import ServerProcess, run, start_server, transcribe
@@ -54,10 +53,10 @@ def test_heldout_commands_are_transcribed_offline(heldout_speech) -> None:
 
 
 def server_default_model() -> QwenAsrModel:
-    """The demo model as the server started here runs it: int8 on the CPU (``--quantize auto``), so that a streamed
-    transcript is compared with the offline one of the same weights (float32's differs on a digit now and then:
-    "百分之二十" as "十二十")."""
-    return QwenAsrModel.load(DEMO.path, "cpu", quantize=select_quantize(torch.device("cpu"), torch.float32))
+    """The demo model loaded with the server's defaults (``--device auto --dtype auto --quantize auto``: int8 on a
+    CPU), so that a streamed transcript is compared with the offline one of the same weights (float32's differs
+    on a digit now and then: "百分之二十" as "十二十")."""
+    return QwenAsrModel.load(DEMO.path, quantize="auto")
 
 
 def test_heldout_commands_stream_through_the_server_as_offline(demo_server, heldout_speech) -> None:
