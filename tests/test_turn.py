@@ -24,12 +24,14 @@ from wyoming.event import Event
 from wyoming.info import Describe
 
 from tools.client import assert_streaming_order, describe, stream
+from tools.final_pass_audio import final_pass_audio
 from tools.ha_client import LEAD_SECONDS, Turn, command, room_noise
 from tools.speech import as_speech, pcm16, speak, trimmed
 from wyoming_qwen3.backends.base import FinalDelta, SessionOptions, Speculation, StreamingSession
 from wyoming_qwen3.model.catalogue import resolve_model
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.server.settings import HandlerConfig
+from wyoming_qwen3.server.stream.silero import CHUNK_SAMPLES, LocalDetector
 from wyoming_qwen3.server.stream.turn import StreamLimits, TurnSettings
 
 from .conftest import ServerProcess, serving, start_server
@@ -301,6 +303,22 @@ def test_a_pause_of_only_the_room_is_still_held_back() -> None:
     audio, speech_end = soft_last_word(None)
     heard = heard_in_real_time(audio, "audio-stop")
     assert speech_end < heard < speech_end + 0.6 * SAMPLE_RATE  # the kept 0.3 s, and Silero's lag of ~0.1 s
+
+
+@pytest.mark.parametrize("softer_db", [None, 25.0, 30.0])
+def test_the_training_cut_is_what_the_server_gives_the_model(softer_db: float | None) -> None:
+    """The demo model is trained on soft last words cut as the server's final pass hears them
+    (``tools.final_pass_audio``, the same turn and VAD without the sockets): it must cut where the server does."""
+    audio, _ = soft_last_word(softer_db)
+    heard = heard_in_real_time(audio, "audio-stop")
+    streamed = np.concatenate([room_noise(LEAD_SECONDS, 1), audio, room_noise(0.7, 0)])  # as ``command`` sends it
+    cut = final_pass_audio(streamed, LocalDetector()).shape[0] - int(LEAD_SECONDS * SAMPLE_RATE)
+    # The server's VAD hears the stream in batches; the one under way at audio-stop goes to the final pass unsifted.
+    assert abs(heard - cut) <= CHUNK_SAMPLES, (
+        f"server {heard / SAMPLE_RATE:.2f} s, training cut {cut / SAMPLE_RATE:.2f} s"
+    )
+    # The room alone is held back; a soft word in the pause unholds the rest of the stream.
+    assert (cut < streamed.shape[0] - int(LEAD_SECONDS * SAMPLE_RATE)) is (softer_db is None)
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from tools.corpus import (
     TEMPLATES,
     TRAIN_ACCENTS,
     TRAIN_VARIANTS,
+    Speech,
     augment,
     commands,
     heldout_utterances,
@@ -47,15 +48,19 @@ from tools.corpus import (
     with_trailing_noise,
     word_salad,
 )
+from tools.final_pass_audio import final_pass_audio
+from tools.ha_client import LEAD_SECONDS, room_noise
 from tools.names import heldout_named, heldout_names, name_list, named_command, respelled, training_name
 from tools.pauses import pause_corpus, paused_speech
 from tools.random_model import ModelShape, build_tokenizer, create_model, create_processor
+from tools.soft_tail import corpus as soft_tail_corpus
 from tools.speech import OTHER_VOICES, speak, speak_with, trimmed
 from tools.wer import cer, wer
 from wyoming_qwen3.backends.simulkv.settings import AlignmentHeads
 from wyoming_qwen3.model.format import SAMPLE_RATE
 from wyoming_qwen3.model.qwen import QwenAsrModel
 from wyoming_qwen3.server.context import build_context
+from wyoming_qwen3.server.stream.silero import LocalDetector
 
 DEMO_SHAPE = ModelShape(
     audio_layers=4,
@@ -87,6 +92,11 @@ PAUSED_FRACTION = 0.4
 #: espeak-ng alone) heard 39 of 40.
 SOFT_LAST_WORD = 0.2
 SOFT_LAST_WORD_DB = (15.0, 30.0)
+#: Of the soft-last-word commands, the share heard as the server's final pass hears them: cut where its turn holds
+#: the silence back (``tools.final_pass_audio``). 2026.12.8, trained on whole audio only, lost or misheard 2 of 40
+#: soft last words (``soft-tail --pause 0 0``) that it heard with nothing held back; the cut fell 0.01 s before
+#: and 0.07 s after their end.
+SERVER_CUT = 0.5
 #: Of all utterances, the share resampled by a factor in ``WARP_FACTORS``: pitch, formants and pace moved
 #: together, as a longer or shorter vocal tract and another speaker's pace would move them. Trained on
 #: espeak-ng's and festival's voices alone, the demo model heard flite's deep rms voice at 48% WER.
@@ -184,6 +194,7 @@ def synthesize_examples(
 ) -> list[Example]:
     rng = np.random.default_rng(seed)
     examples = []
+    detector: LocalDetector | None = None
     for script in scripts:
         text, voice = script.text, script.voice
         speed, pitch = int(rng.integers(130, 200)), int(rng.integers(30, 70))
@@ -206,6 +217,10 @@ def synthesize_examples(
             loudness = float(np.mean(speech.audio[speech.last_word_sample :] ** 2))
         if augmented:
             speech = augment(speech, rng, loudness)
+        if loudness is not None and rng.random() < SERVER_CUT:
+            detector = detector or LocalDetector()
+            heard_audio = final_pass_audio(speech.audio, detector)
+            speech = Speech(speech.text, heard_audio, speech.word_starts, speech.word_ends)
         if stopped is not None:  # the words before a pause, then the room: what the model hears mid-pause
             stopped = augment(stopped, rng)
             prefix, heard = stopped.audio, stopped.text
@@ -374,6 +389,14 @@ def card_checks(
         with_last_word_softer(speak_timed(t, v, 165, 50), float(soft_db.uniform(20, 30))).audio
         for t, v in heldout_pairs
     ]
+    # The soft-tail check's 40 commands with no pause before the soft word, streamed as Home Assistant streams
+    # them (audio-stop 0.7 s after), as the server's final pass hears them (script/benchmark soft-tail --pause 0 0).
+    detector = LocalDetector()
+    streamed = [
+        (tail.text, np.concatenate([room_noise(LEAD_SECONDS, 1), tail.audio, room_noise(0.7, 0)]))
+        for tail in soft_tail_corpus(40, pause=(0.0, 0.0))
+    ]
+    server_cut = [(text, final_pass_audio(audio, detector)) for text, audio in streamed]
     trailing = np.random.default_rng(5)
     noisy = [with_trailing_noise(a, trailing.uniform(0, 2.5), trailing) for a in spoken]
     # The words before a speaker's pause ("set a timer for"), then 0.3 s of the room: what server endpointing
@@ -391,6 +414,7 @@ def card_checks(
         "heldout_wer_offline": scored(list(zip(texts, spoken, strict=True))),
         "heldout_wer_offline_flite": scored(list(zip(texts, by_flite, strict=True))),
         "heldout_wer_offline_last_word_20_30_db_softer": scored(list(zip(texts, softened, strict=True))),
+        "heldout_wer_offline_soft_last_word_as_the_server_cuts": scored(server_cut),
         "heldout_wer_offline_trailing_noise_0_2_5_s": scored(list(zip(texts, noisy, strict=True))),
         "heldout_wer_offline_words_before_a_pause": scored(heads),
         "heldout_wer_offline_paused_anywhere": scored(
