@@ -25,7 +25,7 @@ from wyoming.info import Describe
 
 from tools.client import assert_streaming_order, describe, stream
 from tools.final_pass_audio import final_pass_audio
-from tools.ha_client import LEAD_SECONDS, Turn, command, room_noise
+from tools.ha_client import LEAD_SECONDS, Turn, command, room_noise, streamed_audio
 from tools.speech import as_speech, pcm16, speak, trimmed
 from wyoming_qwen3.backends.base import FinalDelta, SessionOptions, Speculation, StreamingSession
 from wyoming_qwen3.model.catalogue import resolve_model
@@ -311,7 +311,7 @@ def test_the_training_cut_is_what_the_server_gives_the_model(softer_db: float | 
     (``tools.final_pass_audio``, the same turn and VAD without the sockets): it must cut where the server does."""
     audio, _ = soft_last_word(softer_db)
     heard = heard_in_real_time(audio, "audio-stop")
-    streamed = np.concatenate([room_noise(LEAD_SECONDS, 1), audio, room_noise(0.7, 0)])  # as ``command`` sends it
+    streamed = streamed_audio(audio, 0.7)  # as ``command`` sends it
     cut = final_pass_audio(streamed, LocalDetector()).shape[0] - int(LEAD_SECONDS * SAMPLE_RATE)
     # The server's VAD hears the stream in batches; the one under way at audio-stop goes to the final pass unsifted.
     assert abs(heard - cut) <= CHUNK_SAMPLES, (

@@ -146,6 +146,11 @@ def room_noise(seconds: float, seed: int, dbfs: float = ROOM_DBFS) -> np.ndarray
     return room(seconds, np.random.default_rng(seed), dbfs)
 
 
+def streamed_audio(speech: np.ndarray, trail_seconds: float, seed: int = 0) -> np.ndarray:
+    """The stream ``command`` sends: ``LEAD_SECONDS`` of the room, the speech, then ``trail_seconds`` of the room."""
+    return np.concatenate([room_noise(LEAD_SECONDS, seed + 1), speech, room_noise(trail_seconds, seed)])
+
+
 async def command(
     host: str,
     port: int,
@@ -172,8 +177,7 @@ async def command(
     else:
         trail = 16.0  # until the segmenter ends the command (it times out at 15 s)
     # The room's noise, not espeak-ng's digital silence, around the words; and the end of speech is the last word's.
-    speech = trimmed(speech) if trim else speech
-    audio = np.concatenate([room_noise(LEAD_SECONDS, seed + 1), speech, room_noise(trail, seed)])
+    audio = streamed_audio(trimmed(speech) if trim else speech, trail, seed)
     pcm = pcm16(audio)
     turn = Turn(speech_end_s=LEAD_SECONDS + speech.shape[0] / SAMPLE_RATE)
     command_end = CommandEnd(silence_seconds) if silence_seconds is not None and not fixed_stop else None

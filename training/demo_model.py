@@ -49,7 +49,7 @@ from tools.corpus import (
     word_salad,
 )
 from tools.final_pass_audio import final_pass_audio
-from tools.ha_client import LEAD_SECONDS, room_noise
+from tools.ha_client import streamed_audio
 from tools.names import heldout_named, heldout_names, name_list, named_command, respelled, training_name
 from tools.pauses import pause_corpus, paused_speech
 from tools.random_model import ModelShape, build_tokenizer, create_model, create_processor
@@ -392,11 +392,10 @@ def card_checks(
     # The soft-tail check's 40 commands with no pause before the soft word, streamed as Home Assistant streams
     # them (audio-stop 0.7 s after), as the server's final pass hears them (script/benchmark soft-tail --pause 0 0).
     detector = LocalDetector()
-    streamed = [
-        (tail.text, np.concatenate([room_noise(LEAD_SECONDS, 1), tail.audio, room_noise(0.7, 0)]))
+    server_cut = [
+        (tail.text, final_pass_audio(streamed_audio(tail.audio, 0.7), detector))
         for tail in soft_tail_corpus(40, pause=(0.0, 0.0))
     ]
-    server_cut = [(text, final_pass_audio(audio, detector)) for text, audio in streamed]
     trailing = np.random.default_rng(5)
     noisy = [with_trailing_noise(a, trailing.uniform(0, 2.5), trailing) for a in spoken]
     # The words before a speaker's pause ("set a timer for"), then 0.3 s of the room: what server endpointing
