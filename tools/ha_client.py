@@ -177,7 +177,8 @@ async def command(
     else:
         trail = 16.0  # until the segmenter ends the command (it times out at 15 s)
     # The room's noise, not espeak-ng's digital silence, around the words; and the end of speech is the last word's.
-    audio = streamed_audio(trimmed(speech) if trim else speech, trail, seed)
+    speech = trimmed(speech) if trim else speech
+    audio = streamed_audio(speech, trail, seed)
     pcm = pcm16(audio)
     turn = Turn(speech_end_s=LEAD_SECONDS + speech.shape[0] / SAMPLE_RATE)
     command_end = CommandEnd(silence_seconds) if silence_seconds is not None and not fixed_stop else None
