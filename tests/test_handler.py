@@ -9,6 +9,7 @@ import io
 import logging
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -459,3 +460,46 @@ def test_a_stopping_server_ends_each_connection_with_its_one_line(caplog: pytest
     backend.executor.shutdown()
     assert after is None
     assert len(ends()) == 1 and ends()[0].endswith("closed: the server is stopping"), caplog.text
+
+
+class HeldStartBackend(WordsBackend):
+    """Its sessions start when the test says so: the handler is inside an event (audio-start) when the server
+    stops, as it is inside a step or a VAD batch when ``docker stop`` comes on a busy machine."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starting = threading.Event()
+        self.release = threading.Event()
+
+    def create_session(self, options: SessionOptions) -> StreamingSession:
+        self.starting.set()
+        self.release.wait(10)
+        return super().create_session(options)
+
+
+def test_a_stop_while_an_event_is_handled_is_logged_as_the_server_stopping(caplog: pytest.LogCaptureFixture) -> None:
+    """The stop comes between reads, not during one: the connection's line still says the server stopped it (it
+    said "closed by the client", the read loop's default; seen on a loaded 2-core machine, 2026-12-07)."""
+    backend = HeldStartBackend()
+
+    async def main() -> None:
+        async with serving(backend) as port:
+            client = AsyncTcpClient("127.0.0.1", port)
+            await client.connect()
+            for event in utterance_events(loud(0.5))[:2]:  # transcribe, audio-start
+                await client.write_event(event)
+            assert await asyncio.to_thread(backend.starting.wait, 10)
+        backend.release.set()  # the server has stopped; now the event under way ends
+        for _ in range(250):
+            if ends():
+                break
+            await asyncio.sleep(0.02)
+        await client.disconnect()
+
+    def ends() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "closed" in r.getMessage() or "lost" in r.getMessage()]
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(main())
+    backend.executor.shutdown()
+    assert len(ends()) == 1 and "closed: the server is stopping" in ends()[0], caplog.text

@@ -152,6 +152,8 @@ class Qwen3EventHandler(AsyncEventHandler):
                 if not await self.handle_event(event):
                     reason = "connection lost while sending"
                     break
+            else:  # stop() came while an event was being handled (a step under way), not during a read
+                reason = "closed: the server is stopping"
         except OSError as err:  # reset, broken pipe, unreachable: the client is gone
             reason = f"connection lost ({err.strerror or type(err).__name__})"
         except Exception:  # a bug: keep its traceback, and free what the connection held
