@@ -433,6 +433,19 @@ def test_a_fault_in_the_vad_listener_fails_the_stream_rather_than_losing_its_aud
     assert "a bug in the detector" in caplog.text and "never retrieved" not in caplog.text
 
 
+def connection_ends(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The lines that say how a connection ended."""
+    return [r.getMessage() for r in caplog.records if "closed" in r.getMessage() or "lost" in r.getMessage()]
+
+
+async def until_a_connection_ends(caplog: pytest.LogCaptureFixture, seconds: float) -> None:
+    """Wait up to ``seconds`` for a connection's end line (the handler logs it after the server's stop returns)."""
+    for _ in range(int(seconds / 0.02)):
+        if connection_ends(caplog):
+            return
+        await asyncio.sleep(0.02)
+
+
 def test_a_stopping_server_ends_each_connection_with_its_one_line(caplog: pytest.LogCaptureFixture) -> None:
     """AsyncServer.stop asks each handler to stop (the handler's own ``stop``, over the library's): the read under
     way ends, the client sees the end, and the log says why."""
@@ -446,20 +459,15 @@ def test_a_stopping_server_ends_each_connection_with_its_one_line(caplog: pytest
             assert (await asyncio.wait_for(client.read_event(), 5)) is not None  # info: the handler reads
         # The server has stopped: the connection ends without another event, and the handler says why.
         after = await asyncio.wait_for(client.read_event(), 5)
-        for _ in range(100):
-            if ends():
-                break
-            await asyncio.sleep(0.02)
+        await until_a_connection_ends(caplog, 2.0)
         return after
-
-    def ends() -> list[str]:
-        return [r.getMessage() for r in caplog.records if "closed" in r.getMessage() or "lost" in r.getMessage()]
 
     with caplog.at_level(logging.INFO):
         after = asyncio.run(main())
     backend.executor.shutdown()
+    ends = connection_ends(caplog)
     assert after is None
-    assert len(ends()) == 1 and ends()[0].endswith("closed: the server is stopping"), caplog.text
+    assert len(ends) == 1 and ends[0].endswith("closed: the server is stopping"), caplog.text
 
 
 class HeldStartBackend(WordsBackend):
@@ -490,16 +498,11 @@ def test_a_stop_while_an_event_is_handled_is_logged_as_the_server_stopping(caplo
                 await client.write_event(event)
             assert await asyncio.to_thread(backend.starting.wait, 10)
         backend.release.set()  # the server has stopped; now the event under way ends
-        for _ in range(250):
-            if ends():
-                break
-            await asyncio.sleep(0.02)
+        await until_a_connection_ends(caplog, 5.0)
         await client.disconnect()
-
-    def ends() -> list[str]:
-        return [r.getMessage() for r in caplog.records if "closed" in r.getMessage() or "lost" in r.getMessage()]
 
     with caplog.at_level(logging.INFO):
         asyncio.run(main())
     backend.executor.shutdown()
-    assert len(ends()) == 1 and "closed: the server is stopping" in ends()[0], caplog.text
+    ends = connection_ends(caplog)
+    assert len(ends) == 1 and "closed: the server is stopping" in ends[0], caplog.text
